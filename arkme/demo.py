@@ -1,0 +1,79 @@
+"""The demo world: a few accounts, an extension, two groups and private chats. Idempotent."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from galleries.models import Extension
+from galleries.services import extension_create
+from groups.models import Group, JoinPolicy, Role
+from groups.services import membership_ensure, private_chat_ensure
+from toolregistry.clients import dsh_client_create, dsh_client_rotate
+from toolregistry.models import DshClient
+
+from .models import Account
+
+DEMO_PEOPLE = {"alice": "Alice Liddell", "bob": "Bob Builder", "carol": "Carol Danvers", "dave": "Dave Bowman"}
+DEMO_CLIENT = "demo-dsh"
+DEMO_ADMIN = "admin"
+
+
+def demo_password(username: str) -> str:
+    return f"{username}-demo"
+
+
+def _account(username: str, display_name: str) -> Account:
+    User = get_user_model()
+    user, created = User.objects.get_or_create(username=username)
+    if created:
+        user.set_password(demo_password(username))
+        user.save()
+    account, _ = Account.objects.get_or_create(user=user, defaults={"display_name": display_name})
+    return account
+
+
+def _extension(owner: Account, name: str) -> Extension:
+    return Extension.objects.filter(owner=owner, name=name).first() or extension_create(owner=owner, name=name)
+
+
+def _group(name: str, policy: str) -> Group:
+    group, _ = Group.objects.get_or_create(name=name, defaults={"join_policy": policy})
+    return group
+
+
+def demo_world() -> dict[str, Any]:
+    with transaction.atomic():
+        User = get_user_model()
+        admin, created = User.objects.get_or_create(
+            username=DEMO_ADMIN, defaults={"is_staff": True, "is_superuser": True}
+        )
+        if created:
+            admin.set_password(demo_password(DEMO_ADMIN))
+            admin.save()
+        accounts = {name: _account(name, display) for name, display in DEMO_PEOPLE.items()}
+        alice, bob = accounts["alice"], accounts["bob"]
+        extensions = {"alice-ext": _extension(alice, "alice-ext"), "bob-ext": _extension(bob, "bob-ext")}
+        groups = {"open-group": _group("open-group", JoinPolicy.OPEN),
+                  "approval-group": _group("approval-group", JoinPolicy.APPROVAL)}
+        for group in groups.values():
+            membership_ensure(group=group, account=alice, role=Role.ADMIN)
+        membership_ensure(group=groups["open-group"], account=bob)
+        for other in ("bob", "carol", "dave"):
+            private_chat_ensure(a=alice, b=accounts[other])
+        if DshClient.objects.filter(name=DEMO_CLIENT).exists():
+            _, key = dsh_client_rotate(name=DEMO_CLIENT)
+        else:
+            _, key = dsh_client_create(name=DEMO_CLIENT)
+    settings.ARKME_WORKSPACE_ROOT.mkdir(parents=True, exist_ok=True)
+    return {
+        "dsh_key": key,
+        "accounts": {name: account.public_id for name, account in accounts.items()},
+        "extensions": {name: ext.public_id for name, ext in extensions.items()},
+        "groups": {name: group.public_id for name, group in groups.items()},
+        "image_refs": {},
+        "workspace_root": str(settings.ARKME_WORKSPACE_ROOT),
+        "logins": {name: demo_password(name) for name in (DEMO_ADMIN, *DEMO_PEOPLE)},
+    }

@@ -1,0 +1,33 @@
+"""Random public identifiers: what leaves the service instead of primary keys."""
+from __future__ import annotations
+
+import secrets
+import string
+
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def new_public_id(prefix: str, length: int = 20) -> str:
+    """``<prefix>_<random>``: unguessable, URL-safe, and telling its kind at a glance."""
+    return f"{prefix}_{''.join(secrets.choice(_ALPHABET) for _ in range(length))}"
+
+
+# Model field defaults must be importable by name for migrations.
+def new_extension_id() -> str:
+    return new_public_id("ext")
+
+
+def new_item_id() -> str:
+    return new_public_id("img")
+
+
+def new_group_id() -> str:
+    return new_public_id("grp")
+
+
+def new_chat_id() -> str:
+    return new_public_id("chat")
+
+
+def new_session_id() -> str:
+    return new_public_id("ses")

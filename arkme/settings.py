@@ -1,0 +1,250 @@
+"""Settings for the Arkme tool registry.
+
+Every setting comes from the environment, and only here; the names are part of the DSH
+contract (``DSH_API.md``, "The environment"). The defaults are the embedded set-up: SQLite,
+local files and in-process tasks, so that ``make run`` needs no other service.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+
+def _env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _env_int(name: str, default: int, *, minimum: int = 1) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a whole number") from exc
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}")
+    return value
+
+
+def _env_path(name: str, default: Path) -> Path:
+    raw = os.environ.get(name, "").strip()
+    return Path(raw).resolve() if raw else default
+
+
+DEBUG = _env_bool("DJANGO_DEBUG")
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY is required unless DJANGO_DEBUG=1")
+    # A fixed key only for development: refs and sessions survive a restart of `make run`.
+    SECRET_KEY = "arkme-development-only-not-secret"  # noqa: S105
+
+ALLOWED_HOSTS = [
+    host.strip()
+    for host in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+    if host.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "arkme.apps.ArkmeConfig",
+    "galleries.apps.GalleriesConfig",
+    "groups.apps.GroupsConfig",
+    "toolregistry.apps.ToolRegistryConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "arkme.urls"
+WSGI_APPLICATION = "arkme.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.config(
+        env="DATABASE_URL",
+        default=f"sqlite:///{VAR_DIR / 'arkme.sqlite3'}",
+        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0") or 0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    # Writers wait for the lock instead of failing at once; WAL lets readers go on.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+LOGIN_URL = "/accounts/login/"
+
+# --- Storage -------------------------------------------------------------------------
+ARKME_STORAGE = os.environ.get("ARKME_STORAGE", "filesystem").strip() or "filesystem"
+ARKME_MEDIA_ROOT = _env_path("ARKME_MEDIA_ROOT", VAR_DIR / "media")
+ARKME_S3_BUCKET = os.environ.get("ARKME_S3_BUCKET", "").strip()
+ARKME_S3_ENDPOINT_URL = os.environ.get("ARKME_S3_ENDPOINT_URL", "").strip() or None
+ARKME_S3_REGION = os.environ.get("ARKME_S3_REGION", "").strip() or None
+
+if ARKME_STORAGE == "filesystem":
+    _blob_storage = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(ARKME_MEDIA_ROOT), "base_url": None},
+    }
+elif ARKME_STORAGE == "s3":
+    if not ARKME_S3_BUCKET:
+        raise ImproperlyConfigured("ARKME_S3_BUCKET is required when ARKME_STORAGE=s3")
+    _blob_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": ARKME_S3_BUCKET,
+            "endpoint_url": ARKME_S3_ENDPOINT_URL,
+            "region_name": ARKME_S3_REGION,
+            # Objects stay private: nothing is ever served from a public object URL.
+            "default_acl": None,
+            "querystring_auth": True,
+            "file_overwrite": True,
+        },
+    }
+else:
+    raise ImproperlyConfigured("ARKME_STORAGE must be 'filesystem' or 's3'")
+
+STORAGES = {
+    "default": _blob_storage,
+    "blobs": _blob_storage,
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+# --- The registry and its tools --------------------------------------------------------
+ARKME_WORKSPACE_ROOT = _env_path("ARKME_WORKSPACE_ROOT", VAR_DIR / "workspaces")
+ARKME_TOOL_PROFILE = os.environ.get("ARKME_TOOL_PROFILE", "business").strip() or "business"
+ARKME_GALLERY_CAPACITY = _env_int("ARKME_GALLERY_CAPACITY", 20)
+ARKME_PENDING_TTL_SECONDS = _env_int("ARKME_PENDING_TTL_SECONDS", 900)
+# Not in the DSH contract; operators may tune them.
+ARKME_APPROVAL_TTL_SECONDS = _env_int("ARKME_APPROVAL_TTL_SECONDS", 600)
+ARKME_SESSION_IDLE_SECONDS = _env_int("ARKME_SESSION_IDLE_SECONDS", 86400)
+ARKME_ATTACHMENT_MAX_BYTES = _env_int("ARKME_ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024)
+ARKME_MESSAGE_MAX_ATTACHMENTS = _env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)
+ARKME_IDEMPOTENCY_TTL_SECONDS = _env_int("ARKME_IDEMPOTENCY_TTL_SECONDS", 86400)
+
+# Bodies of JSON requests stay small; files stream to disk through the upload handlers.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+DATA_UPLOAD_MAX_NUMBER_FILES = ARKME_MESSAGE_MAX_ATTACHMENTS
+FILE_UPLOAD_HANDLERS = [
+    "toolregistry.uploads.LimitedTemporaryFileUploadHandler",
+]
+
+# --- Celery --------------------------------------------------------------------------
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or None
+# Without a broker, tasks run in-process, eagerly, and their errors propagate.
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or None
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "arkme-purge-sessions": {"task": "toolregistry.tasks.purge_sessions", "schedule": 600.0},
+}
+
+# --- DRF and the schema ----------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["toolregistry.api.authentication.DshClientAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "toolregistry.api.exceptions.dsh_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Arkme tool registry: DSH API",
+    "DESCRIPTION": (
+        "The contract between the agent host (DSH) and Arkme: the tool catalog, agent "
+        "sessions, approvals and tool execution. Every error has the envelope "
+        '{"error": {"code", "message", "details"?}}.'
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SCHEMA_PATH_PREFIX": r"/dsh/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "toolregistry.api.schema.add_tool_schemas",
+    ],
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Security defaults for production ----------------------------------------------------
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+if _env_bool("DJANGO_SECURE_COOKIES", default=not DEBUG):
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if _env_bool("DJANGO_BEHIND_PROXY") else None
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("ARKME_LOG_LEVEL", "INFO")},
+    "loggers": {"django.request": {"level": "ERROR"}},
+}

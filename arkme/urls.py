@@ -1,0 +1,11 @@
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("dsh/v1/", include("toolregistry.api.urls")),
+]
+
+handler404 = "toolregistry.api.exceptions.not_found"
+handler500 = "toolregistry.api.exceptions.server_error"

@@ -1,0 +1,74 @@
+"""Groups with join policies, memberships, and private chats between two accounts."""
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import F, Q
+
+from arkme.ids import new_chat_id, new_group_id
+from arkme.models import Account
+
+
+class JoinPolicy(models.TextChoices):
+    OPEN = "open", "Open"
+    APPROVAL = "approval", "Approval required"
+
+
+class Role(models.TextChoices):
+    MEMBER = "member", "Member"
+    ADMIN = "admin", "Admin"
+
+
+class Group(models.Model):
+    public_id = models.CharField(max_length=40, unique=True, default=new_group_id, editable=False)
+    name = models.CharField(max_length=100)
+    join_policy = models.CharField(max_length=10, choices=JoinPolicy.choices, default=JoinPolicy.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    group = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="memberships")
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "account"], name="membership_once_per_group"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.account} in {self.group} ({self.role})"
+
+
+class PrivateChat(models.Model):
+    """A one-to-one chat. The pair is stored once, lower account id first."""
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_chat_id, editable=False)
+    account_low = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
+    account_high = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
+    last_activity_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-last_activity_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["account_low", "account_high"], name="private_chat_pair_once"),
+            models.CheckConstraint(condition=Q(account_low__lt=F("account_high")), name="private_chat_pair_ordered"),
+        ]
+        indexes = [
+            models.Index(fields=["account_low", "-last_activity_at"], name="chat_low_activity"),
+            models.Index(fields=["account_high", "-last_activity_at"], name="chat_high_activity"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.account_low} ↔ {self.account_high}"
+
+    def other(self, account: Account) -> Account:
+        return self.account_high if self.account_low_id == account.pk else self.account_low

@@ -1,0 +1,30 @@
+"""Bearer client keys for the DSH API."""
+from __future__ import annotations
+
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+
+from arkme.errors import NotAuthenticated
+
+from ..clients import client_for_key
+from ..models import DshClient
+
+
+class DshClientAuthentication(BaseAuthentication):
+    def authenticate(self, request) -> tuple[DshClient, DshClient] | None:
+        header = get_authorization_header(request).split()
+        if not header:
+            return None
+        if header[0].lower() != b"bearer" or len(header) != 2:
+            raise NotAuthenticated("Use 'Authorization: Bearer <client key>'.")
+        try:
+            key = header[1].decode("ascii")
+        except UnicodeDecodeError as exc:
+            raise NotAuthenticated("The client key is not valid.") from exc
+        client = client_for_key(key)
+        if client is None:
+            # Unknown and revoked keys are told apart in the admin, not to the caller.
+            raise NotAuthenticated("The client key is not valid.")
+        return client, client
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="dsh"'

@@ -1,0 +1,33 @@
+"""drf-spectacular post-processing: every tool's input schema, and the contract's additions."""
+from __future__ import annotations
+
+import copy
+
+from ..catalog import CATALOG
+
+
+def add_tool_schemas(result, generator, request, public):
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    refs = []
+    for module in CATALOG.modules:
+        definition = module.definition()
+        component = f"ToolArguments_{definition.name}"
+        schema = copy.deepcopy(dict(definition.input_schema))
+        schema["description"] = f"Arguments of {definition.name} ({module.METADATA.id})."
+        components[component] = schema
+        refs.append({"$ref": f"#/components/schemas/{component}"})
+    for name in ("ArgumentsRequestRequest", "ExecuteRequestRequest"):
+        body = components.get(name)
+        if body and "arguments" in body.get("properties", {}):
+            body["properties"]["arguments"] = {
+                "description": "The tool's arguments: one of the ToolArguments_* schemas, by tool name.",
+                "oneOf": refs,
+            }
+    result.setdefault("info", {})["x-contract-additions"] = [
+        "GET catalog lists profiles as objects {name, kinds}.",
+        "POST sessions/{s}/messages answers 201 {id, attachments}.",
+        "A pre-execute 'ask' also carries expires_at.",
+        "Arkme IDs are compared and stored in lower case.",
+        "An Idempotency-Key still in use by a running call is 409 idempotency_in_progress after 10 s.",
+    ]
+    return result

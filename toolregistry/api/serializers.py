@@ -1,0 +1,116 @@
+"""Request validation and the documented response shapes of the DSH API."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, like tool arguments do."""
+
+    def validate(self, attrs):
+        unknown = set(getattr(self, "initial_data", {}) or {}) - set(self.fields)
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
+        return attrs
+
+
+class SessionOpenRequest(StrictSerializer):
+    account = serializers.CharField(max_length=64, help_text="The account's public id.")
+    profile = serializers.CharField(max_length=20, required=False,
+                                    help_text="business, atomic, hybrid or disabled; default ARKME_TOOL_PROFILE.")
+    workspace = serializers.CharField(max_length=64, required=False, allow_blank=False,
+                                      help_text="The Agent workspace folder, [A-Za-z0-9_-]{1,64}.")
+
+
+class MessageRequest(StrictSerializer):
+    id = serializers.CharField(max_length=128, help_text="Unique per session.")
+    text = serializers.CharField(max_length=20000, required=False, allow_blank=True, default="", trim_whitespace=False)
+    attachments = serializers.ListField(
+        child=serializers.FileField(), required=False, default=list,
+        help_text="multipart/form-data only: the message's files, in order, each at most 20 MiB.",
+    )
+
+
+class ArgumentsRequest(StrictSerializer):
+    arguments = serializers.JSONField(help_text="The tool's arguments, validated against its input_schema.")
+
+
+class ExecuteRequest(ArgumentsRequest):
+    approval = serializers.CharField(max_length=100, required=False, allow_null=True,
+                                     help_text="The approval from pre-execute, when the human accepted the card.")
+
+
+# --- Documented responses ------------------------------------------------------------------
+
+class ErrorBody(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    details = serializers.DictField(required=False)
+
+
+class ErrorEnvelope(serializers.Serializer):
+    error = ErrorBody()
+
+
+class ToolMetadataView(serializers.Serializer):
+    id = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["system", "business", "atomic"])
+    phase = serializers.ChoiceField(choices=["core", "attachments"])
+    effect = serializers.ChoiceField(choices=["read", "write"])
+    grant = serializers.CharField(allow_null=True)
+    approval = serializers.ChoiceField(choices=["none", "conversation", "pre-execute"])
+    annotations = serializers.DictField(child=serializers.BooleanField())
+
+
+class ToolDefinitionView(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    input_schema = serializers.DictField()
+    metadata = ToolMetadataView()
+
+
+class CatalogEntryView(ToolMetadataView):
+    name = serializers.CharField()
+    profiles = serializers.ListField(child=serializers.CharField())
+
+
+class ProfileView(serializers.Serializer):
+    name = serializers.CharField()
+    kinds = serializers.ListField(child=serializers.CharField())
+
+
+class CatalogView(serializers.Serializer):
+    tools = CatalogEntryView(many=True)
+    profiles = ProfileView(many=True)
+    default_profile = serializers.CharField()
+
+
+class SessionView(serializers.Serializer):
+    session = serializers.CharField()
+    profile = serializers.CharField()
+    phases = serializers.ListField(child=serializers.ChoiceField(choices=["core", "attachments"]))
+    revision = serializers.CharField(help_text="Changes whenever the tool list or prompt changes.")
+    tools = ToolDefinitionView(many=True)
+    prompt = serializers.CharField(allow_blank=True)
+
+
+class MessageRecorded(serializers.Serializer):
+    id = serializers.CharField()
+    attachments = serializers.IntegerField(help_text="How many files were captured.")
+
+
+class CardView(serializers.Serializer):
+    title = serializers.CharField()
+    body = serializers.CharField()
+
+
+class PreExecuteDecision(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["allow", "ask", "deny"])
+    approval = serializers.CharField(required=False, help_text="With ask: single-use, bound to session, tool and arguments.")
+    expires_at = serializers.DateTimeField(required=False, help_text="With ask: when the approval lapses (an addition to the contract).")
+    card = CardView(required=False)
+    error = ErrorBody(required=False)
+
+
+class ExecuteResult(serializers.Serializer):
+    result = serializers.DictField(help_text="The tool's result; see the tool's description.")

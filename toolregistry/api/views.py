@@ -1,0 +1,176 @@
+"""The DSH API. Views parse, call one service, and project; rules live in the services."""
+from __future__ import annotations
+
+from django.db import transaction
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from arkme.errors import InvalidRequest
+
+from ..catalog import CATALOG
+from ..execution import tool_execute, tool_pre_execute
+from ..messages import message_record
+from ..sessions import (
+    session_close, session_for_client, session_open, session_phases, session_set_attachments,
+    session_toolset,
+)
+from . import serializers as s
+
+ERRORS = {
+    400: OpenApiResponse(s.ErrorEnvelope, description="Malformed request or arguments."),
+    401: OpenApiResponse(s.ErrorEnvelope, description="Missing, unknown or revoked client key."),
+    403: OpenApiResponse(s.ErrorEnvelope, description="Ownership, approval or profile."),
+    404: OpenApiResponse(s.ErrorEnvelope, description="Unknown or invisible tool, session or object."),
+    409: OpenApiResponse(s.ErrorEnvelope, description="State conflict."),
+    413: OpenApiResponse(s.ErrorEnvelope, description="Payload too large."),
+    422: OpenApiResponse(s.ErrorEnvelope, description="Content rejected."),
+    503: OpenApiResponse(s.ErrorEnvelope, description="A dependency is unavailable; safe to retry."),
+}
+
+
+def errors(*codes: int) -> dict:
+    return {code: ERRORS[code] for code in (401, *codes)}
+
+
+def session_view(session) -> dict:
+    toolset = session_toolset(session)
+    return {
+        "session": session.public_id,
+        "profile": session.profile,
+        "phases": [str(p) for p in session_phases(session)],
+        "revision": toolset.revision,
+        "tools": toolset.definitions(),
+        "prompt": toolset.prompt,
+    }
+
+
+def _validated(serializer_class, request: Request):
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class CatalogApi(APIView):
+    @extend_schema(operation_id="catalog", responses={200: s.CatalogView, **errors()},
+                   summary="The static catalog, the profiles and the default profile")
+    def get(self, request: Request) -> Response:
+        tools = [
+            {"name": m.METADATA.name, **m.METADATA.as_dict(), "profiles": list(m.METADATA.profiles)}
+            for m in CATALOG.modules
+        ]
+        profiles = [{"name": name, "kinds": sorted(kinds)} for name, kinds in CATALOG.profile_kinds.items()]
+        return Response({"tools": tools, "profiles": profiles, "default_profile": CATALOG.default_profile})
+
+
+class SessionsApi(APIView):
+    @extend_schema(operation_id="session_open", request=s.SessionOpenRequest,
+                   responses={201: s.SessionView, **errors(400, 403, 404)},
+                   summary="Open an agent session for an account")
+    def post(self, request: Request) -> Response:
+        data = _validated(s.SessionOpenRequest, request)
+        session = session_open(client=request.user, account=data["account"],
+                               profile=data.get("profile"), workspace=data.get("workspace"))
+        body = session_view(session)
+        return Response(body, status=status.HTTP_201_CREATED, headers={"ETag": f'"{body["revision"]}"'})
+
+
+class SessionApi(APIView):
+    @extend_schema(
+        operation_id="session_view",
+        parameters=[OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER, required=False)],
+        responses={200: s.SessionView, 304: OpenApiResponse(description="Not modified."), **errors(404)},
+        summary="The session's tools and prompt, with an ETag",
+    )
+    def get(self, request: Request, session: str) -> Response:
+        agent_session = session_for_client(request.user, session)
+        toolset = session_toolset(agent_session)
+        etag = f'"{toolset.revision}"'
+        if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        return Response(session_view(agent_session), headers={"ETag": etag})
+
+    @extend_schema(operation_id="session_close", responses={204: None, **errors(404)},
+                   summary="Close the session; later calls on it are 404")
+    def delete(self, request: Request, session: str) -> Response:
+        session_close(client=request.user, public_id=session)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AttachmentsPhaseApi(APIView):
+    @extend_schema(operation_id="attachments_mount", request=None, responses={200: s.SessionView, **errors(404)},
+                   summary="Mount the attachments dependency (idempotent)")
+    def put(self, request: Request, session: str) -> Response:
+        agent_session = session_set_attachments(client=request.user, public_id=session, mounted=True)
+        body = session_view(agent_session)
+        return Response(body, headers={"ETag": f'"{body["revision"]}"'})
+
+    @extend_schema(operation_id="attachments_dispose", request=None, responses={200: s.SessionView, **errors(404)},
+                   summary="Dispose the attachments dependency: its tools and guidance are withdrawn")
+    def delete(self, request: Request, session: str) -> Response:
+        agent_session = session_set_attachments(client=request.user, public_id=session, mounted=False)
+        body = session_view(agent_session)
+        return Response(body, headers={"ETag": f'"{body["revision"]}"'})
+
+
+class MessagesApi(APIView):
+    parser_classes = [JSONParser, MultiPartParser]
+
+    @extend_schema(
+        operation_id="message_record",
+        request={"application/json": s.MessageRequest, "multipart/form-data": s.MessageRequest},
+        responses={201: s.MessageRecorded, **errors(400, 404, 409, 413)},
+        summary="Record the signed-in user's latest direct message and its attachments",
+    )
+    def post(self, request: Request, session: str) -> Response:
+        agent_session = session_for_client(request.user, session)
+        if request.content_type.startswith("multipart/"):
+            payload = {key: request.data.get(key) for key in request.data if key != "attachments"}
+            payload["attachments"] = request.FILES.getlist("attachments")
+            unknown_files = set(request.FILES) - {"attachments"}
+            payload.update({name: None for name in unknown_files})
+        else:
+            payload = request.data
+        serializer = s.MessageRequest(data=payload)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        message = message_record(session=agent_session, message_id=data["id"], text=data["text"],
+                                 attachments=data["attachments"])
+        return Response({"id": message.message_id, "attachments": len(data["attachments"])},
+                        status=status.HTTP_201_CREATED)
+
+
+class PreExecuteApi(APIView):
+    @extend_schema(operation_id="tool_pre_execute", request=s.ArgumentsRequest,
+                   responses={200: s.PreExecuteDecision, **errors(400, 404)},
+                   summary="The approval decision for a call: allow, ask or deny")
+    def post(self, request: Request, session: str, name: str) -> Response:
+        agent_session = session_for_client(request.user, session)
+        data = _validated(s.ArgumentsRequest, request)
+        with transaction.atomic():
+            decision = tool_pre_execute(session=agent_session, name=name, arguments=data["arguments"])
+        return Response(decision)
+
+
+class ExecuteApi(APIView):
+    @extend_schema(
+        operation_id="tool_execute", request=s.ExecuteRequest,
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                                     description="A repeat with the same arguments replays the first response.")],
+        responses={200: s.ExecuteResult, **errors(400, 403, 404, 409, 413, 422, 503)},
+        summary="Run a tool call",
+    )
+    def post(self, request: Request, session: str, name: str) -> Response:
+        agent_session = session_for_client(request.user, session)
+        data = _validated(s.ExecuteRequest, request)
+        key = request.headers.get("Idempotency-Key")
+        if key is not None and not (0 < len(key) <= 200 and key.isprintable()):
+            raise InvalidRequest("Idempotency-Key must have 1 to 200 printable characters.",
+                                 code="invalid_idempotency_key")
+        outcome = tool_execute(client=request.user, session=agent_session, name=name,
+                               arguments=data["arguments"], approval=data.get("approval"),
+                               idempotency_key=key)
+        return Response(outcome.body, status=outcome.status)

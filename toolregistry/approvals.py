@@ -1,0 +1,66 @@
+"""Pre-execute approvals: single use, expiring, bound to session, tool and exact arguments."""
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from arkme.errors import ApprovalRequired
+
+from .metadata import ApprovalCard
+from .models import AgentSession, ApprovalGrant
+
+TOKEN_PREFIX = "apv_"
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class IssuedApproval:
+    token: str
+    card: ApprovalCard
+    expires_at: Any
+
+
+def approval_issue(*, session: AgentSession, tool_name: str, digest: str, card: ApprovalCard) -> IssuedApproval:
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    expires_at = timezone.now() + timedelta(seconds=settings.ARKME_APPROVAL_TTL_SECONDS)
+    ApprovalGrant.objects.create(
+        session=session, tool_name=tool_name, arguments_digest=digest,
+        token_hash=_hash(token), expires_at=expires_at,
+    )
+    return IssuedApproval(token=token, card=card, expires_at=expires_at)
+
+
+def approval_consume(*, session: AgentSession, tool_name: str, digest: str, token: object) -> None:
+    """Use the approval up, or raise ``403 approval_required`` saying why it does not count.
+
+    The use is one conditional UPDATE, so two calls racing with one token cannot both win.
+    Called inside the call's transaction: if the call fails, the approval is still unused.
+    """
+    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 100:
+        raise ApprovalRequired(details={"reason": "missing"} if not token else {"reason": "invalid"})
+    now = timezone.now()
+    used = ApprovalGrant.objects.filter(
+        token_hash=_hash(token), session=session, tool_name=tool_name,
+        arguments_digest=digest, used_at__isnull=True, expires_at__gt=now,
+    ).update(used_at=now)
+    if used == 1:
+        return
+    grant = ApprovalGrant.objects.filter(token_hash=_hash(token)).first()
+    if grant is None or grant.session_id != session.pk:
+        reason = "invalid"
+    elif grant.tool_name != tool_name or grant.arguments_digest != digest:
+        reason = "other_arguments"
+    elif grant.used_at is not None:
+        reason = "used"
+    else:
+        reason = "expired"
+    raise ApprovalRequired(details={"reason": reason})

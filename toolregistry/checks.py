@@ -1,0 +1,12 @@
+"""The catalog's validation as a Django system check: a bad catalog stops start-up."""
+from __future__ import annotations
+
+from django.core import checks
+
+from .catalog import CATALOG
+from .validation import validate_catalog
+
+
+@checks.register("toolregistry")
+def check_catalog(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    return [checks.Error(problem.message, id=problem.id) for problem in validate_catalog(CATALOG)]

@@ -1,0 +1,32 @@
+"""The narrow Ports that tool modules depend on, bound to implementations in ``arkme.composition``.
+
+Each method takes the acting account explicitly and authorises every object it touches.
+Results are JSON-ready projections.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class AccountPort(Protocol):
+    def account_view(self, *, account_pk: int) -> dict[str, Any]: ...
+
+    def change_arkme_id(self, *, account_pk: int, arkme_id: str) -> dict[str, Any]: ...
+
+
+class ExtensionPort(Protocol):
+    def extensions_with_galleries(self, *, account_pk: int) -> list[dict[str, Any]]: ...
+
+    def extension_name(self, *, account_pk: int, extension: str) -> str: ...
+
+
+class GroupPort(Protocol):
+    def groups_with_source_refs(self, *, account_pk: int) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class Ports:
+    accounts: AccountPort
+    extensions: ExtensionPort
+    groups: GroupPort

@@ -1,0 +1,107 @@
+"""The registrar: compiles a (profile, phases) pair into tool definitions and a prompt, once.
+
+Listing tools for a session is then a dictionary look-up. The compiled result is immutable
+and shared between requests and threads.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from django.core.exceptions import ImproperlyConfigured
+from jsonschema import Draft202012Validator
+
+from .catalog import CATALOG, DISABLED, Catalog
+from .metadata import Phase, ToolDefinition, ToolMetadata
+from .validation import select_guidance
+
+
+@dataclass(frozen=True)
+class CompiledTool:
+    metadata: ToolMetadata
+    definition: ToolDefinition
+    validator: Draft202012Validator
+    public: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Toolset:
+    profile: str
+    phases: frozenset[Phase]
+    tools: tuple[CompiledTool, ...]
+    prompt: str
+    revision: str
+    by_name: Mapping[str, CompiledTool] = field(repr=False, compare=False)
+
+    def get(self, name: str) -> CompiledTool | None:
+        return self.by_name.get(name)
+
+    def definitions(self) -> list[Mapping[str, Any]]:
+        return [tool.public for tool in self.tools]
+
+
+def _compile_tool(module) -> CompiledTool:
+    meta: ToolMetadata = module.METADATA
+    definition: ToolDefinition = module.definition()
+    if definition.name != meta.name:
+        # Never a silent rename: the model-facing name is part of the contract.
+        raise ImproperlyConfigured(
+            f"tool {meta.id} materialised as {definition.name!r}, catalog says {meta.name!r}"
+        )
+    public = {
+        "name": definition.name,
+        "description": definition.description,
+        "input_schema": definition.input_schema,
+        "metadata": meta.as_dict(),
+    }
+    return CompiledTool(
+        metadata=meta, definition=definition,
+        validator=Draft202012Validator(definition.input_schema), public=public,
+    )
+
+
+class Registrar:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._cache: dict[tuple[str, frozenset[Phase]], Toolset] = {}
+        self._compiled: dict[str, CompiledTool] = {}
+        self._lock = threading.Lock()
+
+    def toolset(self, profile: str, phases: Iterable[Phase | str]) -> Toolset:
+        key = (profile, frozenset(Phase(phase) for phase in phases))
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = self._compile(*key)
+            return self._cache[key]
+
+    def _tool(self, module) -> CompiledTool:
+        compiled = self._compiled.get(module.METADATA.id)
+        if compiled is None:
+            compiled = self._compiled[module.METADATA.id] = _compile_tool(module)
+        return compiled
+
+    def _compile(self, profile: str, phases: frozenset[Phase]) -> Toolset:
+        if profile not in self.catalog.profile_kinds:
+            raise ImproperlyConfigured(f"unknown profile {profile!r}")
+        tools = tuple(self._tool(module) for module in self.catalog.visible(profile, phases))
+        names = {tool.metadata.name for tool in tools}
+        prompt = "" if profile == DISABLED else "\n\n".join(
+            entry.text for entry in select_guidance(self.catalog, names)
+        )
+        digest = hashlib.sha256(
+            json.dumps({"tools": [t.public for t in tools], "prompt": prompt}, sort_keys=True,
+                       ensure_ascii=False).encode()
+        ).hexdigest()[:20]
+        return Toolset(
+            profile=profile, phases=phases, tools=tools, prompt=prompt, revision=digest,
+            by_name={tool.metadata.name: tool for tool in tools},
+        )
+
+
+registrar = Registrar(CATALOG)

@@ -1,0 +1,121 @@
+"""Agent sessions: opening, reading, the attachments phase, closing and purging."""
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from arkme.errors import Forbidden, InvalidRequest, NotFound
+from arkme.selectors import account_by_public_id
+
+from .attachment_store import delete_attachments
+from .catalog import CATALOG
+from .metadata import Phase
+from .models import AgentSession, CapturedAttachment, DshClient
+from .registrar import Toolset, registrar
+
+WORKSPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Refreshing last_seen_at on every read would turn reads into writes.
+TOUCH_INTERVAL = timedelta(seconds=60)
+
+
+def _idle_cutoff():
+    return timezone.now() - timedelta(seconds=settings.ARKME_SESSION_IDLE_SECONDS)
+
+
+def session_phases(session: AgentSession) -> list[str]:
+    return [Phase.CORE, Phase.ATTACHMENTS] if session.attachments_mounted else [Phase.CORE]
+
+
+def session_toolset(session: AgentSession) -> Toolset:
+    return registrar.toolset(session.profile, session_phases(session))
+
+
+def session_open(*, client: DshClient, account: str, profile: str | None = None,
+                 workspace: str | None = None) -> AgentSession:
+    profile = profile or settings.ARKME_TOOL_PROFILE
+    if profile not in CATALOG.profiles:
+        raise InvalidRequest("Unknown profile.", code="unknown_profile", details={"fields": ["profile"]})
+    if not client.may_use_profile(profile):
+        raise Forbidden("This client may not open sessions in that profile.", code="profile_not_allowed")
+    if workspace is not None and not WORKSPACE_PATTERN.fullmatch(workspace):
+        raise InvalidRequest(
+            "A workspace is named by 1 to 64 letters, digits, _ or -.",
+            code="invalid_workspace", details={"fields": ["workspace"]},
+        )
+    owner = account_by_public_id(account)
+    return AgentSession.objects.create(client=client, account=owner, profile=profile, workspace=workspace or "")
+
+
+def session_for_client(client: DshClient, public_id: str, *, for_update: bool = False) -> AgentSession:
+    """The client's own open, unexpired session; anything else is one indistinguishable 404."""
+    queryset = AgentSession.objects.select_related("account")
+    if for_update:
+        queryset = queryset.select_for_update()
+    session = queryset.filter(
+        public_id=str(public_id), client=client, closed_at__isnull=True,
+        last_seen_at__gte=_idle_cutoff(), account__is_active=True,
+    ).first()
+    if session is None:
+        raise NotFound("No such session.", code="unknown_session")
+    now = timezone.now()
+    if now - session.last_seen_at > TOUCH_INTERVAL:
+        AgentSession.objects.filter(pk=session.pk).update(last_seen_at=now)
+        session.last_seen_at = now
+    return session
+
+
+def session_set_attachments(*, client: DshClient, public_id: str, mounted: bool) -> AgentSession:
+    """Mount or dispose the attachments dependency; idempotent either way."""
+    with transaction.atomic():
+        session = session_for_client(client, public_id, for_update=True)
+        if session.attachments_mounted != mounted:
+            session.attachments_mounted = mounted
+            session.save(update_fields=["attachments_mounted"])
+    return session
+
+
+def _attachment_keys(session_ids) -> list[str]:
+    return list(
+        CapturedAttachment.objects.filter(message__session_id__in=session_ids).values_list("storage_key", flat=True)
+    )
+
+
+def _end_sessions(session_ids: list[int]) -> int:
+    """Close sessions and remove their captured attachments once the close has committed."""
+    if not session_ids:
+        return 0
+    keys = _attachment_keys(session_ids)
+    CapturedAttachment.objects.filter(message__session_id__in=session_ids).delete()
+    closed = AgentSession.objects.filter(pk__in=session_ids, closed_at__isnull=True).update(closed_at=timezone.now())
+    transaction.on_commit(lambda: delete_attachments(keys))
+    return closed
+
+
+def session_close(*, client: DshClient, public_id: str) -> None:
+    with transaction.atomic():
+        session = session_for_client(client, public_id, for_update=True)
+        _end_sessions([session.pk])
+
+
+def sessions_purge() -> int:
+    """Close idle sessions and drop the attachments of every ended one. Returns sessions closed."""
+    with transaction.atomic():
+        idle = list(
+            AgentSession.objects.filter(closed_at__isnull=True, last_seen_at__lt=_idle_cutoff())
+            .values_list("pk", flat=True)
+        )
+        closed = _end_sessions(idle)
+        # Attachments of sessions closed earlier whose storage delete did not go through.
+        leftover = list(
+            AgentSession.objects.filter(closed_at__isnull=False, messages__attachments__isnull=False)
+            .values_list("pk", flat=True).distinct()
+        )
+        if leftover:
+            keys = _attachment_keys(leftover)
+            CapturedAttachment.objects.filter(message__session_id__in=leftover).delete()
+            transaction.on_commit(lambda: delete_attachments(keys))
+    return closed

@@ -1,0 +1,1 @@
+"""Tool modules, one per tool, listed statically by each layer's ``MODULES``."""

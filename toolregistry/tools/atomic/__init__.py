@@ -1,0 +1,3 @@
+"""Atomic tools: small building blocks for the atomic and hybrid profiles. None ship yet."""
+
+MODULES: tuple = ()

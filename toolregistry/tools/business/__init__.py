@@ -1,0 +1,3 @@
+"""Business tools: whole user-facing tasks, shown in the business and hybrid profiles."""
+
+MODULES: tuple = ()

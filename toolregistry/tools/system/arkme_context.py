@@ -1,0 +1,44 @@
+"""arkme_context: the signed-in user's account, extensions (with galleries) and groups."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from toolregistry.metadata import (
+    Approval, Effect, Kind, Phase, ToolContext, ToolDefinition, ToolMetadata,
+)
+
+METADATA = ToolMetadata(
+    id="arkme.context@1",
+    name="arkme_context",
+    kind=Kind.SYSTEM,
+    phase=Phase.CORE,
+    effect=Effect.READ,
+    approval=Approval.NONE,
+    profiles=("business", "atomic", "hybrid"),
+)
+
+DESCRIPTION = (
+    "Returns the signed-in Arkme user's account (display name, Arkme ID and whether it can "
+    "still be changed), their own extensions with each one's current preview gallery (item "
+    "ids, positions and the gallery revision), and the groups they belong to, each with a "
+    "source_ref. Call it first: the other Arkme tools take the extension ids, item ids, "
+    "revisions and source_refs it returns. Never invent these handles."
+)
+
+INPUT_SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    account_pk = context.principal.account_pk
+    ports = context.ports
+    return {
+        "account": ports.accounts.account_view(account_pk=account_pk),
+        "extensions": ports.extensions.extensions_with_galleries(account_pk=account_pk),
+        "groups": ports.groups.groups_with_source_refs(account_pk=account_pk),
+    }
+
+
+def definition() -> ToolDefinition:
+    return ToolDefinition(
+        name="arkme_context", description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute
+    )

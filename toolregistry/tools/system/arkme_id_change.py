@@ -1,0 +1,67 @@
+"""arkme_id_change: the one-time change of the signed-in user's Arkme ID."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from toolregistry.metadata import (
+    EXPLICIT_USER_WRITE, Approval, ApprovalCard, Effect, Kind, Phase, ToolContext,
+    ToolDefinition, ToolMetadata,
+)
+
+METADATA = ToolMetadata(
+    id="arkme.id.change@1",
+    name="arkme_id_change",
+    kind=Kind.SYSTEM,
+    phase=Phase.CORE,
+    effect=Effect.WRITE,
+    grant=EXPLICIT_USER_WRITE,
+    approval=Approval.PRE_EXECUTE,
+    profiles=("business", "atomic", "hybrid"),
+)
+
+DESCRIPTION = (
+    "Changes the signed-in user's Arkme ID. This can be done only once per account, so use "
+    "it only when the user explicitly asks for a specific new ID. An Arkme ID has 6 to 20 "
+    "characters: a letter first, then lower-case letters, digits or underscores. The human "
+    "approves the exact new ID before it runs."
+)
+
+INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "arkme_id": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+            "description": "The new Arkme ID, e.g. alice_2026.",
+        }
+    },
+    "required": ["arkme_id"],
+    "additionalProperties": False,
+}
+
+
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    account = context.ports.accounts.change_arkme_id(
+        account_pk=context.principal.account_pk, arkme_id=arguments["arkme_id"]
+    )
+    return {"account": account}
+
+
+def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> ApprovalCard:
+    current = context.ports.accounts.account_view(account_pk=context.principal.account_pk)
+    new_id = str(arguments["arkme_id"]).strip().lower()
+    return ApprovalCard(
+        title="Change your Arkme ID?",
+        body=(
+            f"Your Arkme ID will change from {current['arkme_id']} to {new_id}. "
+            "An Arkme ID can be changed only once."
+        ),
+    )
+
+
+def definition() -> ToolDefinition:
+    return ToolDefinition(
+        name="arkme_id_change", description=DESCRIPTION, input_schema=INPUT_SCHEMA,
+        execute=execute, describe_approval=describe_approval,
+    )
