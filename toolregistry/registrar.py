@@ -94,9 +94,10 @@ class Registrar:
         prompt = "" if profile == DISABLED else "\n\n".join(
             entry.text for entry in select_guidance(self.catalog, names)
         )
+        # The session view's ETag: it covers everything in the view that can change.
         digest = hashlib.sha256(
-            json.dumps({"tools": [t.public for t in tools], "prompt": prompt}, sort_keys=True,
-                       ensure_ascii=False).encode()
+            json.dumps({"tools": [t.public for t in tools], "prompt": prompt, "phases": sorted(phases)},
+                       sort_keys=True, ensure_ascii=False).encode()
         ).hexdigest()[:20]
         return Toolset(
             profile=profile, phases=phases, tools=tools, prompt=prompt, revision=digest,

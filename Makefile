@@ -1,0 +1,42 @@
+# The whole set-up: `make run` serves the demo world, `make test` runs the suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: run test lint check migrate demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.test: requirements-test.txt requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-test.txt
+	touch $(VENV)/.runtime $@
+
+# The embedded default: SQLite, local files, in-process tasks, debug on.
+run: export DJANGO_DEBUG ?= 1
+run: $(VENV)/.runtime
+	$(BIN)/python manage.py migrate --noinput -v0
+	$(BIN)/python manage.py arkme_demo
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: export DJANGO_SECRET_KEY ?= test-only-secret-key
+test: export DJANGO_SECURE_COOKIES ?= 0
+test: $(VENV)/.test
+	$(BIN)/lint-imports
+	$(BIN)/python manage.py check --fail-level WARNING
+	$(BIN)/python manage.py makemigrations --check --dry-run -v0
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: export DJANGO_SECRET_KEY ?= bench-only-secret-key
+bench: $(VENV)/.test
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

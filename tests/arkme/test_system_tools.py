@@ -1,0 +1,63 @@
+"""arkme_context and arkme_id_change, as the contract says."""
+from __future__ import annotations
+
+import pytest
+
+from arkme.models import Account
+from groups.refs import read_source_ref
+
+
+@pytest.fixture
+def session(dsh, world):
+    return dsh.open_session(world.alice)["session"]
+
+
+def test_context_shows_account_extensions_and_groups(dsh, session, world):
+    result = dsh.execute(session, "arkme_context", {}).json()["result"]
+    assert result["account"] == {"display_name": "Alice", "arkme_id": world.alice.arkme_id, "arkme_id_changeable": True}
+    assert [e["extension"] for e in result["extensions"]] == [world.alice_ext.public_id]
+    gallery = result["extensions"][0]["gallery"]
+    assert gallery == {"extension": world.alice_ext.public_id, "revision": 0, "capacity": 20, "items": []}
+    assert [g["name"] for g in result["groups"]] == ["open-group", "approval-group"]
+    refs = [read_source_ref(g["source_ref"], account_public_id=world.alice.public_id) for g in result["groups"]]
+    assert refs == [world.open_group.public_id, world.approval_group.public_id]
+
+
+def test_context_never_shows_other_accounts_things(dsh, world):
+    session = dsh.open_session(world.carol)["session"]
+    result = dsh.execute(session, "arkme_context", {}).json()["result"]
+    assert result["extensions"] == [] and result["groups"] == []
+
+
+def test_id_change_once(dsh, session, world):
+    response = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": "Alice_2026"})
+    assert response.status_code == 200
+    assert response.json()["result"]["account"] == {
+        "display_name": "Alice", "arkme_id": "alice_2026", "arkme_id_changeable": False}
+    second = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": "alice_2027"})
+    assert second.status_code == 409 and second.json()["error"]["code"] == "arkme_id_already_changed"
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id == "alice_2026"
+
+
+def test_id_taken_case_insensitively(dsh, session, world):
+    Account.objects.filter(pk=world.bob.pk).update(arkme_id="bobby_1")
+    response = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": "BOBBY_1"})
+    assert response.status_code == 409 and response.json()["error"]["code"] == "arkme_id_taken"
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id_changeable
+
+
+@pytest.mark.parametrize("bad", ["short", "1starts_digit", "_underscore", "has-dash1", "a" * 21, "spa ce_id", "ünïcode1"])
+def test_ill_formed_id_is_400(dsh, session, world, bad):
+    response = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": bad})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_arkme_id"
+    assert response.json()["error"]["details"]["fields"] == ["arkme_id"]
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id_changeable
+
+
+@pytest.mark.parametrize("good", ["abcdef", "a" * 20, "a_1_b_2"])
+def test_well_formed_ids_are_accepted(dsh, session, good):
+    assert dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": good}).status_code == 200

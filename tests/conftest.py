@@ -1,0 +1,140 @@
+"""Shared fixtures: an isolated storage root, DSH clients, the API client and a small world."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+from django.conf import settings as django_settings
+from rest_framework.test import APIClient
+
+from arkme.models import Account
+from galleries.services import extension_create
+from groups.models import Group, JoinPolicy, Role
+from groups.services import membership_ensure, private_chat_ensure
+from toolregistry.clients import dsh_client_create
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require_service(name: str, available: bool, reason: str) -> None:
+    """Outside CI a missing service skips with a reason; inside CI it fails the run."""
+    if available:
+        return
+    if IN_CI:
+        pytest.fail(f"{name} is required in CI: {reason}")
+    pytest.skip(f"{name} unavailable: {reason}")
+
+
+@pytest.fixture
+def postgres(db):
+    """Races need real row locks and several connections: PostgreSQL, via DATABASE_URL."""
+    from django.db import connection
+
+    require_service("PostgreSQL", connection.vendor == "postgresql",
+                    "set DATABASE_URL=postgres://... (make test runs on SQLite by default)")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_storage(settings, tmp_path):
+    media = tmp_path / "media"
+    workspaces = tmp_path / "workspaces"
+    media.mkdir()
+    workspaces.mkdir()
+    if settings.ARKME_STORAGE == "filesystem":
+        blob = {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                "OPTIONS": {"location": str(media), "base_url": None}}
+        settings.STORAGES = {**django_settings.STORAGES, "default": blob, "blobs": blob}
+    settings.ARKME_MEDIA_ROOT = media
+    settings.ARKME_WORKSPACE_ROOT = workspaces
+    return media
+
+
+@dataclass
+class Dsh:
+    api: APIClient
+    key: str
+    client: object
+
+    def url(self, path: str) -> str:
+        return f"/dsh/v1/{path}"
+
+    def get(self, path, **kw):
+        return self.api.get(self.url(path), **kw)
+
+    def post(self, path, data=None, **kw):
+        kw.setdefault("format", "json")
+        return self.api.post(self.url(path), data, **kw)
+
+    def put(self, path, **kw):
+        return self.api.put(self.url(path), **kw)
+
+    def delete(self, path, **kw):
+        return self.api.delete(self.url(path), **kw)
+
+    def open_session(self, account: Account, **body) -> dict:
+        response = self.post("sessions", {"account": account.public_id, **body})
+        assert response.status_code == 201, response.content
+        return response.json()
+
+    def execute(self, session: str, tool: str, arguments: dict, **kw):
+        body = {"arguments": arguments}
+        if "approval" in kw:
+            body["approval"] = kw.pop("approval")
+        return self.post(f"sessions/{session}/tools/{tool}/execute", body, **kw)
+
+    def pre_execute(self, session: str, tool: str, arguments: dict):
+        return self.post(f"sessions/{session}/tools/{tool}/pre-execute", {"arguments": arguments})
+
+    def approve_and_execute(self, session: str, tool: str, arguments: dict, **kw):
+        decision = self.pre_execute(session, tool, arguments).json()
+        assert decision["decision"] == "ask", decision
+        return self.execute(session, tool, arguments, approval=decision["approval"], **kw)
+
+
+def make_dsh(name: str = "dsh", profiles=()) -> Dsh:
+    client, key = dsh_client_create(name=name, profiles=profiles)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return Dsh(api=api, key=key, client=client)
+
+
+@pytest.fixture
+def dsh(db) -> Dsh:
+    return make_dsh()
+
+
+@pytest.fixture
+def other_dsh(db) -> Dsh:
+    return make_dsh("other-dsh")
+
+
+@dataclass
+class World:
+    alice: Account
+    bob: Account
+    carol: Account
+    dave: Account
+    alice_ext: object
+    bob_ext: object
+    open_group: Group
+    approval_group: Group
+
+
+@pytest.fixture
+def world(db) -> World:
+    people = {name: Account.objects.create(display_name=name.title()) for name in ("alice", "bob", "carol", "dave")}
+    alice, bob = people["alice"], people["bob"]
+    open_group = Group.objects.create(name="open-group", join_policy=JoinPolicy.OPEN)
+    approval_group = Group.objects.create(name="approval-group", join_policy=JoinPolicy.APPROVAL)
+    for group in (open_group, approval_group):
+        membership_ensure(group=group, account=alice, role=Role.ADMIN)
+    membership_ensure(group=open_group, account=bob)
+    for other in ("bob", "carol", "dave"):
+        private_chat_ensure(a=alice, b=people[other])
+    return World(
+        **people,
+        alice_ext=extension_create(owner=alice, name="alice-ext"),
+        bob_ext=extension_create(owner=bob, name="bob-ext"),
+        open_group=open_group, approval_group=approval_group,
+    )

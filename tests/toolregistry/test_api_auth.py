@@ -1,0 +1,58 @@
+"""Client keys: missing, unknown, revoked and malformed keys are 401 with the envelope."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from toolregistry.clients import dsh_client_revoke, dsh_client_rotate
+from toolregistry.models import DshClient
+
+
+def assert_401(response):
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("header", [None, "Bearer", "Bearer dsh_wrong", "Basic abc", "Bearer a b", "Token dsh_x"])
+def test_missing_or_wrong_key_is_401(header):
+    api = APIClient()
+    if header:
+        api.credentials(HTTP_AUTHORIZATION=header)
+    assert_401(api.get("/dsh/v1/catalog"))
+
+
+def test_valid_key_is_accepted(dsh):
+    assert dsh.get("catalog").status_code == 200
+
+
+def test_revoked_key_is_401(dsh):
+    dsh_client_revoke(name=dsh.client.name)
+    assert_401(dsh.get("catalog"))
+
+
+def test_rotated_key_replaces_the_old(dsh):
+    _, new_key = dsh_client_rotate(name=dsh.client.name)
+    assert_401(dsh.get("catalog"))
+    dsh.api.credentials(HTTP_AUTHORIZATION=f"Bearer {new_key}")
+    assert dsh.get("catalog").status_code == 200
+
+
+def test_only_a_hash_of_the_key_is_stored(dsh):
+    row = DshClient.objects.get(pk=dsh.client.pk)
+    stored = " ".join(str(value) for value in row.__dict__.values())
+    assert dsh.key not in stored
+    assert dsh.key[len(row.key_prefix):] not in stored
+
+
+def test_unauthenticated_session_calls_are_401(dsh, world):
+    session = dsh.open_session(world.alice)["session"]
+    anonymous = APIClient()
+    assert_401(anonymous.get(f"/dsh/v1/sessions/{session}"))
+    assert_401(anonymous.post(f"/dsh/v1/sessions/{session}/tools/arkme_context/execute", {"arguments": {}}, format="json"))
+
+
+def test_schema_is_public(db):
+    response = APIClient().get("/dsh/v1/schema/?format=json")
+    assert response.status_code == 200

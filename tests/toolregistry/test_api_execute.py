@@ -1,0 +1,252 @@
+"""Execute and pre-execute: visibility, arguments, approvals, idempotency and the audit."""
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from arkme.models import Account
+from toolregistry.models import ApprovalGrant, IdempotencyRecord, ToolCall
+
+
+@pytest.fixture
+def session(dsh, world):
+    return dsh.open_session(world.alice)["session"]
+
+
+def error_code(response):
+    return response.json()["error"]["code"]
+
+
+# --- visibility ------------------------------------------------------------------------------
+
+def test_unknown_tool_is_404_unknown_tool(dsh, session):
+    response = dsh.execute(session, "arkme_nothing", {})
+    assert response.status_code == 404 and error_code(response) == "unknown_tool"
+
+
+def test_tool_invisible_in_the_profile_is_404(dsh, world):
+    disabled = dsh.open_session(world.alice, profile="disabled")["session"]
+    response = dsh.execute(disabled, "arkme_context", {})
+    assert response.status_code == 404 and error_code(response) == "unknown_tool"
+    assert dsh.pre_execute(disabled, "arkme_id_change", {"arkme_id": "alice_new"}).status_code == 404
+
+
+# --- arguments -------------------------------------------------------------------------------
+
+def test_unknown_arguments_are_rejected(dsh, session):
+    response = dsh.execute(session, "arkme_context", {"verbose": True})
+    assert response.status_code == 400
+    assert response.json()["error"]["details"]["fields"] == ["verbose"]
+
+
+@pytest.mark.parametrize("arguments,field", [
+    ({}, "arkme_id"),
+    ({"arkme_id": 5}, "arkme_id"),
+    ({"arkme_id": ""}, "arkme_id"),
+    ({"arkme_id": "alice_new", "x": 1}, "x"),
+])
+def test_wrong_arguments_name_the_field(dsh, session, arguments, field):
+    response = dsh.execute(session, "arkme_id_change", arguments, approval="apv_whatever")
+    assert response.status_code == 400
+    assert field in response.json()["error"]["details"]["fields"]
+    assert Account.objects.filter(arkme_id_changed_at__isnull=False).count() == 0
+
+
+@pytest.mark.parametrize("body", [{"arguments": []}, {"arguments": "x"}, {}, {"arguments": {}, "extra": 1}])
+def test_malformed_execute_body_is_400(dsh, session, body):
+    response = dsh.post(f"sessions/{session}/tools/arkme_context/execute", body)
+    assert response.status_code == 400
+
+
+def test_pre_execute_with_bad_arguments_denies(dsh, session):
+    body = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": 5}).json()
+    assert body["decision"] == "deny"
+    assert body["error"]["code"] == "invalid_arguments"
+    assert ApprovalGrant.objects.count() == 0
+
+
+# --- approvals -------------------------------------------------------------------------------
+
+def test_read_tool_is_allowed_without_approval(dsh, session):
+    assert dsh.pre_execute(session, "arkme_context", {}).json() == {"decision": "allow"}
+
+
+def test_pre_execute_tool_asks_with_a_card(dsh, session, world):
+    body = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}).json()
+    assert body["decision"] == "ask"
+    assert body["approval"].startswith("apv_")
+    assert "alice_2026" in body["card"]["body"] and world.alice.arkme_id in body["card"]["body"]
+    grant = ApprovalGrant.objects.get()
+    assert body["approval"] not in (grant.token_hash, grant.arguments_digest)
+
+
+def test_execute_without_approval_is_403(dsh, session):
+    response = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"})
+    assert response.status_code == 403 and error_code(response) == "approval_required"
+
+
+def test_approval_is_single_use(dsh, session):
+    args = {"arkme_id": "alice_2026"}
+    approval = dsh.pre_execute(session, "arkme_id_change", args).json()["approval"]
+    assert dsh.execute(session, "arkme_id_change", args, approval=approval).status_code == 200
+    again = dsh.execute(session, "arkme_id_change", args, approval=approval)
+    assert again.status_code == 403
+    assert again.json()["error"]["details"]["reason"] == "used"
+
+
+def test_approval_for_other_arguments_is_403(dsh, session, world):
+    approval = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}).json()["approval"]
+    response = dsh.execute(session, "arkme_id_change", {"arkme_id": "mallory_1"}, approval=approval)
+    assert response.status_code == 403
+    assert response.json()["error"]["details"]["reason"] == "other_arguments"
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id_changeable
+
+
+def test_approval_from_another_session_is_403(dsh, session, world):
+    other = dsh.open_session(world.alice)["session"]
+    args = {"arkme_id": "alice_2026"}
+    approval = dsh.pre_execute(other, "arkme_id_change", args).json()["approval"]
+    response = dsh.execute(session, "arkme_id_change", args, approval=approval)
+    assert response.status_code == 403 and response.json()["error"]["details"]["reason"] == "invalid"
+
+
+def test_expired_approval_is_403(dsh, session):
+    args = {"arkme_id": "alice_2026"}
+    approval = dsh.pre_execute(session, "arkme_id_change", args).json()["approval"]
+    ApprovalGrant.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    response = dsh.execute(session, "arkme_id_change", args, approval=approval)
+    assert response.status_code == 403 and response.json()["error"]["details"]["reason"] == "expired"
+
+
+def test_forged_approval_is_403(dsh, session):
+    response = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}, approval="apv_" + "A" * 43)
+    assert response.status_code == 403 and response.json()["error"]["details"]["reason"] == "invalid"
+
+
+def test_failed_call_leaves_its_approval_unused(dsh, session, world):
+    Account.objects.filter(pk=world.bob.pk).update(arkme_id="taken_id")
+    args = {"arkme_id": "Taken_ID"}
+    approval = dsh.pre_execute(session, "arkme_id_change", args).json()["approval"]
+    response = dsh.execute(session, "arkme_id_change", args, approval=approval)
+    assert response.status_code == 409 and error_code(response) == "arkme_id_taken"
+    assert ApprovalGrant.objects.get().used_at is None
+
+
+# --- idempotency -----------------------------------------------------------------------------
+
+def test_idempotent_replay_returns_the_first_response(dsh, session, world):
+    args = {"arkme_id": "alice_2026"}
+    approval = dsh.pre_execute(session, "arkme_id_change", args).json()["approval"]
+    first = dsh.execute(session, "arkme_id_change", args, approval=approval, HTTP_IDEMPOTENCY_KEY="k1")
+    second = dsh.execute(session, "arkme_id_change", args, approval=approval, HTTP_IDEMPOTENCY_KEY="k1")
+    assert first.status_code == second.status_code == 200
+    assert first.json() == second.json()
+    assert ToolCall.objects.filter(replayed=True).count() == 1
+
+
+def test_idempotency_key_with_other_arguments_is_409(dsh, session):
+    dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k1")
+    response = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}, HTTP_IDEMPOTENCY_KEY="k1")
+    assert response.status_code == 409 and error_code(response) == "idempotency_key_reused"
+
+
+def test_idempotency_keys_are_scoped_to_the_session(dsh, session, world):
+    other = dsh.open_session(world.alice)["session"]
+    assert dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k1").status_code == 200
+    assert dsh.execute(other, "arkme_id_change", {"arkme_id": "x_valid1"}, HTTP_IDEMPOTENCY_KEY="k1").status_code == 403
+
+
+def test_error_responses_replay_too(dsh, session):
+    first = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}, HTTP_IDEMPOTENCY_KEY="k1")
+    assert first.status_code == 403
+    approval = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}).json()["approval"]
+    second = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}, approval=approval,
+                         HTTP_IDEMPOTENCY_KEY="k1")
+    assert second.status_code == 403  # the key already answered; a new key runs the call
+
+
+def test_bad_idempotency_key_is_400(dsh, session):
+    response = dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="x" * 201)
+    assert response.status_code == 400 and error_code(response) == "invalid_idempotency_key"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_requests_with_one_key_do_the_work_once(postgres, world):
+    from ..conftest import make_dsh
+
+    dsh = make_dsh()
+    session = dsh.open_session(world.alice)["session"]
+    args = {"arkme_id": "alice_2026"}
+    approval = dsh.pre_execute(session, "arkme_id_change", args).json()["approval"]
+    barrier = threading.Barrier(4)
+    results = []
+
+    def call():
+        from django.db import connection as thread_connection
+        from rest_framework.test import APIClient
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {dsh.key}")
+        barrier.wait()
+        try:
+            response = api.post(f"/dsh/v1/sessions/{session}/tools/arkme_id_change/execute",
+                                {"arguments": args, "approval": approval}, format="json",
+                                HTTP_IDEMPOTENCY_KEY="same")
+            results.append((response.status_code, response.json()))
+        finally:
+            thread_connection.close()
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [status for status, _ in results] == [200] * 4
+    assert all(body == results[0][1] for _, body in results)
+    assert ApprovalGrant.objects.filter(used_at__isnull=False).count() == 1
+    assert ToolCall.objects.filter(replayed=False, outcome="ok").count() == 1
+    assert IdempotencyRecord.objects.count() == 1
+
+
+# --- audit -----------------------------------------------------------------------------------
+
+def test_every_call_is_audited_without_arguments(dsh, session):
+    dsh.execute(session, "arkme_context", {})
+    dsh.execute(session, "arkme_nothing", {})
+    dsh.execute(session, "arkme_id_change", {"arkme_id": "secret_value1"})
+    calls = list(ToolCall.objects.order_by("id").values("tool_name", "tool_id", "outcome", "http_status"))
+    assert calls == [
+        {"tool_name": "arkme_context", "tool_id": "arkme.context@1", "outcome": "ok", "http_status": 200},
+        {"tool_name": "arkme_nothing", "tool_id": "", "outcome": "unknown_tool", "http_status": 404},
+        {"tool_name": "arkme_id_change", "tool_id": "arkme.id.change@1", "outcome": "approval_required", "http_status": 403},
+    ]
+    stored = " ".join(str(v) for row in ToolCall.objects.values() for v in row.values())
+    assert "secret_value1" not in stored
+
+
+def test_unexpected_error_is_500_without_internals(dsh, session, monkeypatch):
+    from arkme import adapters
+
+    def boom(self, **kwargs):
+        raise RuntimeError("/secret/path/to/db password=hunter2")
+
+    monkeypatch.setattr(adapters.AccountAdapter, "account_view", boom)
+    dsh.api.raise_request_exception = False
+    response = dsh.execute(session, "arkme_context", {})
+    assert response.status_code == 500
+    assert response.json() == {"error": {"code": "internal_error", "message": "Something went wrong on our side."}}
+    assert ToolCall.objects.get().outcome == "server_error"
+
+
+def test_server_error_releases_the_idempotency_key(dsh, session, monkeypatch):
+    from arkme import adapters
+
+    original = adapters.AccountAdapter.account_view
+    monkeypatch.setattr(adapters.AccountAdapter, "account_view", lambda self, **kw: 1 / 0)
+    assert dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k").status_code == 500
+    monkeypatch.setattr(adapters.AccountAdapter, "account_view", original)
+    assert dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k").status_code == 200

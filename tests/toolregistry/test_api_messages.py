@@ -1,0 +1,139 @@
+"""Messages: JSON and multipart, ordered attachments kept in storage, limits, cleanup."""
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+import pytest
+from django.core.files.storage import storages
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.utils import timezone
+
+from toolregistry.models import AgentSession, CapturedAttachment, Message
+
+
+@pytest.fixture
+def session(dsh, world):
+    return dsh.open_session(world.alice)["session"]
+
+
+def upload(name: str, content: bytes, content_type="image/png"):
+    return SimpleUploadedFile(name, content, content_type=content_type)
+
+
+def post_multipart(dsh, session, data):
+    return dsh.api.post(f"/dsh/v1/sessions/{session}/messages", data, format="multipart")
+
+
+def test_json_message_is_recorded(dsh, session):
+    response = dsh.post(f"sessions/{session}/messages", {"id": "m1", "text": "hello"})
+    assert response.status_code == 201
+    assert response.json() == {"id": "m1", "attachments": 0}
+    assert Message.objects.get().text == "hello"
+
+
+def test_multipart_attachments_keep_their_order_and_hash(dsh, session):
+    files = [upload("b.png", b"second-file"), upload("a.png", b"first-file")]
+    response = post_multipart(dsh, session, {"id": "m1", "text": "look", "attachments": files})
+    assert response.status_code == 201, response.content
+    rows = list(CapturedAttachment.objects.order_by("index"))
+    assert [r.index for r in rows] == [1, 2]
+    assert [r.sha256 for r in rows] == [hashlib.sha256(b"second-file").hexdigest(), hashlib.sha256(b"first-file").hexdigest()]
+    blobs = storages["blobs"]
+    assert [blobs.open(r.storage_key).read() for r in rows] == [b"second-file", b"first-file"]
+
+
+def test_repeated_message_id_is_409_and_stores_nothing(dsh, session):
+    assert dsh.post(f"sessions/{session}/messages", {"id": "m1", "text": "a"}).status_code == 201
+    response = post_multipart(dsh, session, {"id": "m1", "text": "b", "attachments": [upload("x.png", b"x")]})
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "duplicate_message"
+    assert Message.objects.count() == 1 and CapturedAttachment.objects.count() == 0
+
+
+def test_same_message_id_in_another_session_is_fine(dsh, world, session):
+    other = dsh.open_session(world.alice)["session"]
+    assert dsh.post(f"sessions/{session}/messages", {"id": "m1"}).status_code == 201
+    assert dsh.post(f"sessions/{other}/messages", {"id": "m1"}).status_code == 201
+
+
+def test_oversized_attachment_is_413_and_nothing_is_kept(dsh, session, settings, _isolated_storage):
+    settings.ARKME_ATTACHMENT_MAX_BYTES = 1024
+    files = [upload("ok.png", b"x" * 10), upload("big.png", b"x" * 1025)]
+    response = post_multipart(dsh, session, {"id": "m1", "text": "", "attachments": files})
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "attachment_too_large"
+    assert Message.objects.count() == 0
+    assert not any(p.is_file() for p in _isolated_storage.rglob("*"))
+
+
+def test_attachment_of_exactly_the_limit_is_accepted(dsh, session, settings):
+    settings.ARKME_ATTACHMENT_MAX_BYTES = 1024
+    response = post_multipart(dsh, session, {"id": "m1", "attachments": [upload("ok.png", b"x" * 1024)]})
+    assert response.status_code == 201
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"text": "no id"}, "id"),
+    ({"id": "", "text": "x"}, "id"),
+    ({"id": "x" * 129}, "id"),
+    ({"id": "m", "other": 1}, "other"),
+    ({"id": 5, "text": ["not", "text"]}, "text"),
+])
+def test_malformed_messages_are_400(dsh, session, body, field):
+    response = dsh.post(f"sessions/{session}/messages", body)
+    assert response.status_code == 400
+    assert field in response.json()["error"]["details"]["fields"]
+    assert Message.objects.count() == 0
+
+
+def test_unknown_file_field_is_400(dsh, session):
+    response = post_multipart(dsh, session, {"id": "m1", "photo": upload("x.png", b"x")})
+    assert response.status_code == 400
+    assert Message.objects.count() == 0
+
+
+def test_storage_failure_is_503_and_leaves_nothing(dsh, session, monkeypatch):
+    from toolregistry import attachment_store
+
+    calls = {"n": 0}
+    real_save = storages["blobs"].save
+
+    def flaky_save(name, content, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return real_save(name, content, *a, **kw)
+
+    monkeypatch.setattr(storages["blobs"], "save", flaky_save)
+    deleted = []
+    monkeypatch.setattr(attachment_store, "delete_attachments", lambda keys: deleted.extend(keys))
+    from toolregistry import messages
+    monkeypatch.setattr(messages, "delete_attachments", lambda keys: deleted.extend(keys))
+    files = [upload("a.png", b"a"), upload("b.png", b"b")]
+    response = post_multipart(dsh, session, {"id": "m1", "attachments": files})
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "storage_unavailable"
+    assert Message.objects.count() == 0
+    assert len(deleted) == 1  # the first file, stored before the failure, is removed
+
+
+def test_closing_the_session_removes_its_attachments(dsh, session, _isolated_storage, django_capture_on_commit_callbacks):
+    post_multipart(dsh, session, {"id": "m1", "attachments": [upload("a.png", b"a")]})
+    key = CapturedAttachment.objects.get().storage_key
+    assert storages["blobs"].exists(key)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert dsh.delete(f"sessions/{session}").status_code == 204
+    assert not storages["blobs"].exists(key)
+    assert CapturedAttachment.objects.count() == 0
+
+
+def test_purge_removes_attachments_of_expired_sessions(dsh, session, settings, django_capture_on_commit_callbacks):
+    post_multipart(dsh, session, {"id": "m1", "attachments": [upload("a.png", b"a")]})
+    key = CapturedAttachment.objects.get().storage_key
+    AgentSession.objects.update(last_seen_at=timezone.now() - timedelta(seconds=settings.ARKME_SESSION_IDLE_SECONDS + 1))
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("arkme_sessions", "purge")
+    assert not storages["blobs"].exists(key)
+    assert AgentSession.objects.get().closed_at is not None

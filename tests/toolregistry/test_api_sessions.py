@@ -1,0 +1,164 @@
+"""Sessions: opening, the session view and its ETag, phases, closing, ownership."""
+from __future__ import annotations
+
+import pytest
+
+from toolregistry.models import AgentSession
+
+from ..conftest import make_dsh
+
+BUSINESS_CORE = ["arkme_context", "arkme_id_change"]
+
+
+def tool_names(view):
+    return [tool["name"] for tool in view["tools"]]
+
+
+def test_catalog_lists_every_module_and_the_profiles(dsh):
+    body = dsh.get("catalog").json()
+    assert [t["name"] for t in body["tools"]] == BUSINESS_CORE
+    assert body["tools"][1]["id"] == "arkme.id.change@1"
+    assert body["default_profile"] == "business"
+    assert {p["name"] for p in body["profiles"]} == {"business", "atomic", "hybrid", "disabled"}
+
+
+def test_open_session_defaults_to_business(dsh, world):
+    view = dsh.open_session(world.alice)
+    assert view["profile"] == "business"
+    assert view["phases"] == ["core"]
+    assert tool_names(view) == BUSINESS_CORE
+    assert "arkme_context" in view["prompt"]
+    assert set(view) == {"session", "profile", "phases", "revision", "tools", "prompt"}
+
+
+def test_default_profile_follows_the_setting(dsh, world, settings):
+    settings.ARKME_TOOL_PROFILE = "disabled"
+    assert dsh.open_session(world.alice)["profile"] == "disabled"
+
+
+@pytest.mark.parametrize("profile", ["atomic", "hybrid"])
+def test_atomic_and_hybrid_show_the_system_tools(dsh, world, profile):
+    assert tool_names(dsh.open_session(world.alice, profile=profile)) == BUSINESS_CORE
+
+
+def test_disabled_profile_has_no_tools_and_no_prompt(dsh, world):
+    view = dsh.open_session(world.alice, profile="disabled")
+    assert view["tools"] == [] and view["prompt"] == ""
+    mounted = dsh.put(f"sessions/{view['session']}/phases/attachments").json()
+    assert mounted["tools"] == [] and mounted["prompt"] == ""
+
+
+@pytest.mark.parametrize("body,field,code", [
+    ({"profile": "nope"}, "profile", "unknown_profile"),
+    ({"workspace": "../etc"}, "workspace", "invalid_workspace"),
+    ({"workspace": "a" * 65}, "workspace", "invalid_request"),
+    ({"workspace": "has space"}, "workspace", "invalid_workspace"),
+    ({"extra": 1}, "extra", "invalid_request"),
+])
+def test_bad_session_requests_are_400(dsh, world, body, field, code):
+    response = dsh.post("sessions", {"account": world.alice.public_id, **body})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == code
+    assert field in response.json()["error"]["details"]["fields"]
+    assert AgentSession.objects.count() == 0
+
+
+def test_missing_account_is_400(dsh, db):
+    response = dsh.post("sessions", {})
+    assert response.status_code == 400
+    assert response.json()["error"]["details"]["fields"] == ["account"]
+
+
+def test_unknown_or_inactive_account_is_404(dsh, world):
+    assert dsh.post("sessions", {"account": "acc_unknown"}).json()["error"]["code"] == "unknown_account"
+    world.bob.is_active = False
+    world.bob.save()
+    response = dsh.post("sessions", {"account": world.bob.public_id})
+    assert response.status_code == 404
+    assert AgentSession.objects.count() == 0
+
+
+def test_malformed_json_is_400(dsh, db):
+    response = dsh.api.post("/dsh/v1/sessions", data="{not json", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "malformed_request"
+
+
+def test_client_limited_to_profiles_gets_403_for_others(world):
+    limited = make_dsh("limited", profiles=["atomic"])
+    assert limited.post("sessions", {"account": world.alice.public_id, "profile": "atomic"}).status_code == 201
+    response = limited.post("sessions", {"account": world.alice.public_id, "profile": "business"})
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "profile_not_allowed"
+
+
+def test_session_view_etag_and_304(dsh, world):
+    session = dsh.open_session(world.alice)["session"]
+    response = dsh.get(f"sessions/{session}")
+    etag = response["ETag"]
+    assert etag == f'"{response.json()["revision"]}"'
+    not_modified = dsh.get(f"sessions/{session}", HTTP_IF_NONE_MATCH=etag)
+    assert not_modified.status_code == 304 and not_modified.content == b""
+    assert dsh.get(f"sessions/{session}", HTTP_IF_NONE_MATCH='"other"').status_code == 200
+
+
+def test_mount_and_dispose_attachments(dsh, world):
+    view = dsh.open_session(world.alice)
+    session = view["session"]
+    mounted = dsh.put(f"sessions/{session}/phases/attachments").json()
+    assert mounted["phases"] == ["core", "attachments"]
+    assert dsh.put(f"sessions/{session}/phases/attachments").json() == mounted  # idempotent
+    disposed = dsh.delete(f"sessions/{session}/phases/attachments").json()
+    assert disposed["phases"] == ["core"]
+    assert disposed["revision"] == view["revision"]
+    assert dsh.delete(f"sessions/{session}/phases/attachments").status_code == 200
+    # The ETag from before the change no longer matches after it.
+    dsh.put(f"sessions/{session}/phases/attachments")
+    assert dsh.get(f"sessions/{session}", HTTP_IF_NONE_MATCH=f'"{view["revision"]}"').status_code == 200
+    assert dsh.get(f"sessions/{session}", HTTP_IF_NONE_MATCH=f'"{mounted["revision"]}"').status_code == 304
+
+
+def test_another_clients_session_is_404(dsh, other_dsh, world):
+    session = dsh.open_session(world.alice)["session"]
+    for response in (
+        other_dsh.get(f"sessions/{session}"),
+        other_dsh.put(f"sessions/{session}/phases/attachments"),
+        other_dsh.delete(f"sessions/{session}"),
+        other_dsh.post(f"sessions/{session}/messages", {"id": "m1", "text": "hi"}),
+        other_dsh.execute(session, "arkme_context", {}),
+        other_dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "mallory1"}),
+    ):
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "unknown_session"
+    assert dsh.get(f"sessions/{session}").status_code == 200
+
+
+def test_closed_session_is_404_for_every_call(dsh, world):
+    session = dsh.open_session(world.alice)["session"]
+    assert dsh.delete(f"sessions/{session}").status_code == 204
+    assert dsh.get(f"sessions/{session}").status_code == 404
+    assert dsh.execute(session, "arkme_context", {}).status_code == 404
+    assert dsh.put(f"sessions/{session}/phases/attachments").status_code == 404
+    assert dsh.delete(f"sessions/{session}").status_code == 404
+
+
+def test_idle_session_expires(dsh, world, settings):
+    session = dsh.open_session(world.alice)["session"]
+    settings.ARKME_SESSION_IDLE_SECONDS = 60
+    from datetime import timedelta
+
+    from django.utils import timezone
+    AgentSession.objects.filter(public_id=session).update(last_seen_at=timezone.now() - timedelta(seconds=61))
+    assert dsh.get(f"sessions/{session}").status_code == 404
+
+
+def test_unknown_api_path_is_json_404(dsh, db):
+    response = dsh.get("nothing/here")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_wrong_method_is_405_envelope(dsh, db):
+    response = dsh.api.delete("/dsh/v1/catalog")
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "method_not_allowed"
