@@ -228,6 +228,7 @@ SPECTACULAR_SETTINGS = {
         "toolregistry.api.schema.add_tool_schemas",
     ],
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"PhaseEnum": ["core", "attachments"]},
 }
 
 # --- Security defaults for production ----------------------------------------------------

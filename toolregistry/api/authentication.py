@@ -28,3 +28,17 @@ class DshClientAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="dsh"'
+
+
+try:
+    from drf_spectacular.extensions import OpenApiAuthenticationExtension
+except ImportError:  # pragma: no cover - drf-spectacular is a runtime dependency
+    OpenApiAuthenticationExtension = None
+
+if OpenApiAuthenticationExtension is not None:
+    class DshClientAuthenticationScheme(OpenApiAuthenticationExtension):
+        target_class = "toolregistry.api.authentication.DshClientAuthentication"
+        name = "dshClientKey"
+
+        def get_security_definition(self, auto_schema):
+            return {"type": "http", "scheme": "bearer", "description": "A DSH client key."}

@@ -1,0 +1,50 @@
+"""Staff pages load, and show no secrets."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+
+@pytest.fixture
+def staff(client, db):
+    user = get_user_model().objects.create_superuser("staff", "staff@example.com", "pw-123456")
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("model", [
+    "arkme/account", "toolregistry/dshclient", "toolregistry/agentsession", "toolregistry/approvalgrant",
+    "toolregistry/toolcall", "toolregistry/idempotencyrecord", "galleries/extension", "groups/group",
+    "groups/privatechat",
+])
+def test_admin_changelists_load(staff, dsh, world, model):
+    dsh.open_session(world.alice)
+    response = staff.get(f"/admin/{model}/")
+    assert response.status_code == 200
+
+
+def test_tool_call_audit_is_visible_and_read_only(staff, dsh, world):
+    session = dsh.open_session(world.alice)["session"]
+    dsh.execute(session, "arkme_context", {})
+    page = staff.get("/admin/toolregistry/toolcall/").content.decode()
+    assert "arkme.context@1" in page
+    assert staff.get("/admin/toolregistry/toolcall/add/").status_code == 403
+
+
+def test_client_created_in_admin_shows_its_key_once(staff, db):
+    response = staff.post("/admin/toolregistry/dshclient/add/", {"name": "from-admin", "profiles": "[]"}, follow=True)
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "shown only now: dsh_" in text
+    from toolregistry.models import DshClient
+    client = DshClient.objects.get(name="from-admin")
+    key = text.split("shown only now: ")[1].split("<")[0].strip()
+    from toolregistry.clients import client_for_key
+    assert client_for_key(key) == client
+
+
+def test_non_staff_is_turned_away(client, db):
+    user = get_user_model().objects.create_user("plain", password="pw-123456")
+    client.force_login(user)
+    response = client.get("/admin/toolregistry/toolcall/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]

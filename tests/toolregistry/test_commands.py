@@ -1,0 +1,68 @@
+"""Operator commands for clients and the catalog."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from rest_framework.test import APIClient
+
+from toolregistry.models import DshClient
+
+
+def run(*args) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_dsh_client_create_prints_a_working_key_on_the_last_line():
+    output = run("arkme_dsh_client", "create", "host-a", "--profiles", "business,atomic")
+    key = output.strip().splitlines()[-1]
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert api.get("/dsh/v1/catalog").status_code == 200
+    assert DshClient.objects.get(name="host-a").profiles == ["business", "atomic"]
+
+
+@pytest.mark.django_db
+def test_dsh_client_list_and_revoke():
+    key = run("arkme_dsh_client", "create", "host-a").strip().splitlines()[-1]
+    assert "host-a" in run("arkme_dsh_client", "list")
+    assert key not in run("arkme_dsh_client", "list")
+    run("arkme_dsh_client", "revoke", "host-a")
+    assert "revoked" in run("arkme_dsh_client", "list")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert api.get("/dsh/v1/catalog").status_code == 401
+
+
+@pytest.mark.django_db
+def test_dsh_client_errors_are_clear():
+    run("arkme_dsh_client", "create", "host-a")
+    with pytest.raises(CommandError, match="exists"):
+        run("arkme_dsh_client", "create", "host-a")
+    with pytest.raises(CommandError, match="Unknown profile"):
+        run("arkme_dsh_client", "create", "host-b", "--profiles", "bogus")
+    with pytest.raises(CommandError, match="No such client"):
+        run("arkme_dsh_client", "revoke", "nobody")
+
+
+def test_catalog_list_is_a_table_per_profile_and_phases():
+    core = run("arkme_catalog", "list", "--phases", "core")
+    assert "arkme_context" in core and "arkme_id_change" in core
+    assert run("arkme_catalog", "list", "--profile", "disabled").strip().endswith("phases attachments,core.")
+    with pytest.raises(CommandError):
+        run("arkme_catalog", "list", "--profile", "nope")
+    with pytest.raises(CommandError):
+        run("arkme_catalog", "list", "--phases", "core,bogus")
+
+
+def test_catalog_export_json_and_check():
+    exported = json.loads(run("arkme_catalog", "export", "--json"))
+    assert [t["metadata"]["id"] for t in exported["tools"]][:2] == ["arkme.context@1", "arkme.id.change@1"]
+    assert exported["default_profile"] == "business"
+    assert "valid" in run("arkme_catalog", "check")

@@ -1,0 +1,32 @@
+"""The OpenAPI schema documents every endpoint and every tool's arguments."""
+from __future__ import annotations
+
+from rest_framework.test import APIClient
+
+from toolregistry.catalog import CATALOG
+
+
+def test_schema_has_every_endpoint_and_tool_schema(db):
+    response = APIClient().get("/dsh/v1/schema/?format=json")
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["openapi"].startswith("3.")
+    paths = schema["paths"]
+    expected = {
+        "/dsh/v1/catalog": {"get"},
+        "/dsh/v1/sessions": {"post"},
+        "/dsh/v1/sessions/{session}": {"get", "delete"},
+        "/dsh/v1/sessions/{session}/phases/attachments": {"put", "delete"},
+        "/dsh/v1/sessions/{session}/messages": {"post"},
+        "/dsh/v1/sessions/{session}/tools/{name}/pre-execute": {"post"},
+        "/dsh/v1/sessions/{session}/tools/{name}/execute": {"post"},
+    }
+    for path, methods in expected.items():
+        assert methods <= set(paths[path]), path
+    components = schema["components"]["schemas"]
+    for module in CATALOG.modules:
+        assert components[f"ToolArguments_{module.METADATA.name}"]["additionalProperties"] is False
+    execute = components["ExecuteRequestRequest"]["properties"]["arguments"]
+    assert len(execute["oneOf"]) == len(CATALOG.modules)
+    assert schema["components"]["securitySchemes"]["dshClientKey"]["scheme"] == "bearer"
+    assert "409" in paths["/dsh/v1/sessions/{session}/tools/{name}/execute"]["post"]["responses"]
