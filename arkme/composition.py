@@ -14,12 +14,13 @@ _default: Ports | None = None
 
 
 def _build() -> Ports:
-    from galleries.adapters import ExtensionAdapter
+    from galleries.adapters import ExtensionAdapter, GalleryAdapter
     from groups.adapters import GroupAdapter
 
     from .adapters import AccountAdapter
 
-    return Ports(accounts=AccountAdapter(), extensions=ExtensionAdapter(), groups=GroupAdapter())
+    return Ports(accounts=AccountAdapter(), extensions=ExtensionAdapter(), groups=GroupAdapter(),
+                 galleries=GalleryAdapter())
 
 
 def current_ports() -> Ports:

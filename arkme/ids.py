@@ -31,3 +31,11 @@ def new_chat_id() -> str:
 
 def new_session_id() -> str:
     return new_public_id("ses")
+
+
+def new_account_image_id() -> str:
+    return new_public_id("aim")
+
+
+def new_operation_id() -> str:
+    return new_public_id("op")

@@ -194,10 +194,20 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or None
+# The web process waits for SVG renders and blob stores, so a broker needs a result backend:
+# Redis stores results itself, other brokers answer over RPC.
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or (
+    None if CELERY_BROKER_URL is None
+    else CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "rpc://"
+)
+CELERY_RESULT_EXPIRES = 3600
+CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5}
+ARKME_TASK_WAIT_SECONDS = _env_int("ARKME_TASK_WAIT_SECONDS", 60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "arkme-purge-sessions": {"task": "toolregistry.tasks.purge_sessions", "schedule": 600.0},
+    "arkme-expire-operations": {"task": "galleries.expire_operations", "schedule": 300.0},
+    "arkme-blob-gc": {"task": "galleries.collect_garbage", "schedule": 3600.0},
 }
 
 # --- DRF and the schema ----------------------------------------------------------------

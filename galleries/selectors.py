@@ -9,7 +9,8 @@ from django.db.models import QuerySet
 from arkme.errors import NotFound
 from arkme.models import Account
 
-from .models import Extension, Gallery
+from .blobstore import blob_key, blob_store
+from .models import Blob, Extension, Gallery
 
 
 def extensions_of(account: Account) -> QuerySet[Extension]:
@@ -43,3 +44,11 @@ def gallery_view(gallery: Gallery) -> dict[str, Any]:
             for item in items
         ],
     }
+
+
+def read_blob(blob: Blob) -> bytes:
+    return blob_store().read(blob_key(blob.sha256))
+
+
+def gallery_shas(gallery: Gallery) -> list[str]:
+    return list(gallery.items.order_by("position").values_list("blob__sha256", flat=True))

@@ -6,7 +6,7 @@ Results are JSON-ready projections.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 
 class AccountPort(Protocol):
@@ -25,8 +25,28 @@ class GroupPort(Protocol):
     def groups_with_source_refs(self, *, account_pk: int) -> list[dict[str, Any]]: ...
 
 
+class GalleryPort(Protocol):
+    def prepare_add(self, *, account_pk: int, session_pk: int, extension: str,
+                    arguments: dict[str, Any]) -> dict[str, Any]: ...
+
+    def confirm_add(self, *, account_pk: int, session_pk: int, extension: str, operation: str) -> dict[str, Any]: ...
+
+    def cancel_add(self, *, account_pk: int, session_pk: int, extension: str, operation: str) -> dict[str, Any]: ...
+
+    def delete_items(self, *, account_pk: int, extension: str, items: Sequence[str],
+                     revision: int) -> dict[str, Any]: ...
+
+    def reorder_items(self, *, account_pk: int, extension: str, order: Sequence[str],
+                      revision: int) -> dict[str, Any]: ...
+
+    def describe_delete(self, *, account_pk: int, extension: str, items: Sequence[str]) -> tuple[str, str]: ...
+
+    def describe_reorder(self, *, account_pk: int, extension: str, order: Sequence[str]) -> tuple[str, str]: ...
+
+
 @dataclass(frozen=True)
 class Ports:
     accounts: AccountPort
     extensions: ExtensionPort
     groups: GroupPort
+    galleries: GalleryPort

@@ -7,7 +7,10 @@ from toolregistry.models import AgentSession
 
 from ..conftest import make_dsh
 
-BUSINESS_CORE = ["arkme_context", "arkme_id_change"]
+SYSTEM = ["arkme_context", "arkme_id_change"]
+BUSINESS_CORE = SYSTEM + ["arkme_extension_preview_delete", "arkme_extension_preview_reorder"]
+BUSINESS_ALL = SYSTEM + ["arkme_extension_preview_add", "arkme_extension_preview_delete",
+                         "arkme_extension_preview_reorder"]
 
 
 def tool_names(view):
@@ -16,8 +19,13 @@ def tool_names(view):
 
 def test_catalog_lists_every_module_and_the_profiles(dsh):
     body = dsh.get("catalog").json()
-    assert [t["name"] for t in body["tools"]] == BUSINESS_CORE
+    assert [t["name"] for t in body["tools"]][:5] == BUSINESS_ALL
     assert body["tools"][1]["id"] == "arkme.id.change@1"
+    assert body["tools"][2] | {"profiles": None} == {
+        "name": "arkme_extension_preview_add", "id": "arkme.extension_preview.add@1", "kind": "business",
+        "phase": "attachments", "effect": "write", "grant": "explicit-user-write", "approval": "conversation",
+        "annotations": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False},
+        "profiles": None}
     assert body["default_profile"] == "business"
     assert {p["name"] for p in body["profiles"]} == {"business", "atomic", "hybrid", "disabled"}
 
@@ -36,9 +44,18 @@ def test_default_profile_follows_the_setting(dsh, world, settings):
     assert dsh.open_session(world.alice)["profile"] == "disabled"
 
 
-@pytest.mark.parametrize("profile", ["atomic", "hybrid"])
-def test_atomic_and_hybrid_show_the_system_tools(dsh, world, profile):
-    assert tool_names(dsh.open_session(world.alice, profile=profile)) == BUSINESS_CORE
+def test_atomic_shows_the_system_tools_alone(dsh, world):
+    view = dsh.open_session(world.alice, profile="atomic")
+    assert tool_names(view) == SYSTEM
+    mounted = dsh.put(f"sessions/{view['session']}/phases/attachments").json()
+    assert tool_names(mounted) == SYSTEM
+    assert "arkme_extension_preview" not in mounted["prompt"]
+
+
+def test_hybrid_shows_system_and_business(dsh, world):
+    view = dsh.open_session(world.alice, profile="hybrid")
+    assert tool_names(view) == BUSINESS_CORE
+    assert tool_names(dsh.put(f"sessions/{view['session']}/phases/attachments").json()) == BUSINESS_ALL
 
 
 def test_disabled_profile_has_no_tools_and_no_prompt(dsh, world):
@@ -107,10 +124,17 @@ def test_mount_and_dispose_attachments(dsh, world):
     session = view["session"]
     mounted = dsh.put(f"sessions/{session}/phases/attachments").json()
     assert mounted["phases"] == ["core", "attachments"]
+    assert tool_names(mounted) == BUSINESS_ALL
+    assert "arkme_extension_preview_add" in mounted["prompt"]
     assert dsh.put(f"sessions/{session}/phases/attachments").json() == mounted  # idempotent
     disposed = dsh.delete(f"sessions/{session}/phases/attachments").json()
     assert disposed["phases"] == ["core"]
+    assert tool_names(disposed) == BUSINESS_CORE
+    assert "arkme_extension_preview_add" not in disposed["prompt"]
     assert disposed["revision"] == view["revision"]
+    # Disposal withdraws the tool at execute time too, and remounting restores it.
+    add = {"action": "cancel", "extension": "ext_x", "operation": "op_x"}
+    assert dsh.execute(session, "arkme_extension_preview_add", add).json()["error"]["code"] == "unknown_tool"
     assert dsh.delete(f"sessions/{session}/phases/attachments").status_code == 200
     # The ETag from before the change no longer matches after it.
     dsh.put(f"sessions/{session}/phases/attachments")

@@ -1,3 +1,4 @@
 """Business tools: whole user-facing tasks, shown in the business and hybrid profiles."""
+from . import arkme_extension_preview_add, arkme_extension_preview_delete, arkme_extension_preview_reorder
 
-MODULES: tuple = ()
+MODULES = (arkme_extension_preview_add, arkme_extension_preview_delete, arkme_extension_preview_reorder)

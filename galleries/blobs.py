@@ -1,0 +1,146 @@
+"""Blob services: staging, storing (promotion), garbage collection and verification."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Callable, Iterable, Sequence
+
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from arkme.errors import ContentRejected
+from arkme.tasking import enqueue, wait
+
+from .blobstore import BLOB_PREFIX, STAGING_PREFIX, blob_key, blob_store, sha256_hex, staging_key
+from .imaging import ProcessedImage
+from .models import AccountImage, Blob, GalleryItem
+
+logger = logging.getLogger(__name__)
+GC_GRACE = timedelta(hours=1)
+
+
+def blob_promote(*, sha256: str, width: int, height: int, format: str) -> dict:
+    """Move a staged image into its content address and record it. Idempotent."""
+    store = blob_store()
+    final = blob_key(sha256)
+    if Blob.objects.filter(sha256=sha256).exists() and store.exists(final):
+        return {"sha256": sha256, "created": False}
+    try:
+        data = store.read(staging_key(sha256))
+    except FileNotFoundError:
+        # A retried task whose first run got as far as the store: the blob is already there.
+        data = store.read(final)
+    if sha256_hex(data) != sha256:
+        store.delete(staging_key(sha256))
+        raise ContentRejected("A staged image did not match its fingerprint.", code="blob_corrupted")
+    created = store.put_if_absent(final, data)
+    if not created and sha256_hex(store.read(final)) != sha256:
+        # Whatever is at the key is damaged: replace it with the verified bytes.
+        store.delete(final)
+        store.put_if_absent(final, data)
+    try:
+        with transaction.atomic():
+            Blob.objects.get_or_create(
+                sha256=sha256, defaults={"size": len(data), "width": width, "height": height, "format": format}
+            )
+    except IntegrityError:
+        pass  # a concurrent promotion recorded it first
+    store.delete(staging_key(sha256))
+    return {"sha256": sha256, "created": created}
+
+
+def blobs_store_missing(images: Sequence[ProcessedImage], *, timeout: float | None = None) -> int:
+    """Stage and store every image not yet stored; a partial failure retries only the missing."""
+    from django.conf import settings
+
+    from .tasks import store_blob
+
+    stored = set(Blob.objects.filter(sha256__in=[i.sha256 for i in images]).values_list("sha256", flat=True))
+    missing = {image.sha256: image for image in images if image.sha256 not in stored}
+    store = blob_store()
+    pending = []
+    for image in missing.values():
+        store.put_if_absent(staging_key(image.sha256), image.data)
+        pending.append(enqueue(store_blob, image.sha256, image.width, image.height, image.format))
+    for result in pending:
+        wait(result, timeout=timeout or settings.ARKME_TASK_WAIT_SECONDS)
+    return len(missing)
+
+
+@dataclass
+class GcReport:
+    blobs: list[str] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    staging: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.blobs) + len(self.orphans) + len(self.staging)
+
+
+def blobs_collect_garbage(*, dry_run: bool = False, grace: timedelta = GC_GRACE) -> GcReport:
+    """Delete blobs nothing references, stored objects no row knows, and stale staging.
+
+    Rows go in a transaction; objects are deleted only after it commits, so a rollback
+    never leaves a row pointing at nothing.
+    """
+    cutoff = timezone.now() - grace
+    report = GcReport()
+    store = blob_store()
+    unreferenced = Blob.objects.filter(created_at__lt=cutoff).exclude(
+        Exists(GalleryItem.objects.filter(blob=OuterRef("pk")))
+    ).exclude(Exists(AccountImage.objects.filter(blob=OuterRef("pk"))))
+    with transaction.atomic():
+        rows = list(unreferenced.select_for_update().values_list("pk", "sha256"))
+        report.blobs = [sha for _, sha in rows]
+        if not dry_run and rows:
+            Blob.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
+            keys = [blob_key(sha) for sha in report.blobs]
+            transaction.on_commit(lambda: _delete_quietly(store, keys))
+    known = set(Blob.objects.values_list("sha256", flat=True))
+    for key, modified in store.keys(BLOB_PREFIX):
+        sha = key.rsplit("/", 1)[-1]
+        if sha not in known and sha not in report.blobs and modified < cutoff:
+            report.orphans.append(key)
+    for key, modified in store.keys(STAGING_PREFIX):
+        if modified < cutoff:
+            report.staging.append(key)
+    if not dry_run:
+        _delete_quietly(store, report.orphans + report.staging)
+    return report
+
+
+def _delete_quietly(store, keys: Iterable[str]) -> None:
+    for key in keys:
+        try:
+            store.delete(key)
+        except Exception:
+            logger.exception("deleting a blob failed; the next collection tries again")
+
+
+@dataclass
+class VerifyReport:
+    checked: int = 0
+    missing: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+
+
+def blobs_verify(progress: Callable[[int, int], None] | None = None) -> VerifyReport:
+    """Re-hash every stored blob and report what is missing or does not match its address."""
+    store = blob_store()
+    report = VerifyReport()
+    total = Blob.objects.count()
+    for blob in Blob.objects.order_by("pk").iterator(chunk_size=500):
+        try:
+            data = store.read(blob_key(blob.sha256))
+        except FileNotFoundError:
+            report.missing.append(blob.sha256)
+        else:
+            if sha256_hex(data) != blob.sha256:
+                report.mismatched.append(blob.sha256)
+        report.checked += 1
+        if progress:
+            progress(report.checked, total)
+    return report

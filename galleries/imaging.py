@@ -1,0 +1,129 @@
+"""Image validation and normalisation.
+
+The format comes from the bytes, never a name. A raster is fully decoded under a pixel
+limit, turned upright by its EXIF orientation, measured, converted to sRGB, and encoded
+again without any metadata (EXIF, XMP, text chunks, ICC profile, comments): a user's GPS
+position must not reach a public gallery.
+"""
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+
+from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
+
+from arkme.errors import ContentRejected
+
+MiB = 1024 * 1024
+MAX_SOURCE_BYTES = 5 * MiB
+MAX_STORED_BYTES = 5 * MiB
+MIN_SIDE = 320
+MAX_SIDE = 4096
+MAX_PIXELS = MAX_SIDE * MAX_SIDE
+
+PILLOW_FORMATS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "gif": "GIF"}
+_SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
+
+
+class ImageRejected(ContentRejected):
+    """422 with a stable code, naming the argument the image came from."""
+
+    def __init__(self, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message, code=code, details={"fields": [field]} if field else None)
+
+
+@dataclass(frozen=True)
+class ProcessedImage:
+    data: bytes
+    sha256: str
+    width: int
+    height: int
+    format: str
+
+
+def sniff(data: bytes, field: str | None = None) -> str:
+    """png, jpeg, webp, gif or svg, from the leading bytes; anything else is refused."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    if data.startswith(b"\x1f\x8b"):
+        raise ImageRejected("unsupported_format", "Compressed SVG is not accepted.", field)
+    head = data[:512].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith((b"<?xml", b"<svg", b"<!--")):
+        return "svg"
+    raise ImageRejected(
+        "unsupported_format", "Only PNG, JPEG, WebP, static GIF and restricted SVG images are accepted.", field
+    )
+
+
+def _to_srgb(image: Image.Image, field: str | None) -> Image.Image:
+    icc = image.info.get("icc_profile")
+    if image.mode == "CMYK" or icc:
+        try:
+            if icc:
+                source = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+                mode = "RGBA" if image.mode in ("RGBA", "LA", "PA") else "RGB"
+                if image.mode not in ("RGB", "RGBA", "CMYK", "L"):
+                    image = image.convert("RGBA" if mode == "RGBA" else "RGB")
+                converted = ImageCms.profileToProfile(image, source, _SRGB, outputMode=mode)
+                image = converted if converted is not None else image
+            if image.mode == "CMYK":
+                image = image.convert("RGB")
+        except (ImageCms.PyCMSError, OSError, ValueError) as exc:
+            raise ImageRejected("invalid_image", "The image's colour profile cannot be read.", field) from exc
+    return image
+
+
+def _encode(image: Image.Image, fmt: str) -> bytes:
+    image.info = {}  # nothing of the source's metadata may be written back
+    out = io.BytesIO()
+    if fmt == "jpeg":
+        if image.mode not in ("RGB", "L"):
+            image = image.convert("RGB")
+        image.save(out, "JPEG", quality=90, optimize=False)
+    elif fmt == "webp":
+        image.save(out, "WEBP", quality=90, method=4)
+    elif fmt == "gif":
+        if image.mode not in ("P", "L"):
+            image = image.convert("P", palette=Image.Palette.ADAPTIVE)
+        image.save(out, "GIF")
+    else:
+        image.save(out, "PNG", compress_level=6)
+    return out.getvalue()
+
+
+def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[bytes, int, int]:
+    """Validate and re-encode a raster image. Returns (clean bytes, width, height)."""
+    if len(data) > MAX_SOURCE_BYTES:
+        raise ImageRejected("image_too_large", "An image may have at most 5 MiB.", field)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data), formats=[PILLOW_FORMATS[fmt]])
+            width, height = image.size
+            # Refuse before decoding: the header alone says how much memory the pixels take.
+            if width > MAX_SIDE or height > MAX_SIDE or width * height > MAX_PIXELS:
+                raise ImageRejected("image_dimensions", f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
+            if getattr(image, "n_frames", 1) > 1 or getattr(image, "is_animated", False):
+                raise ImageRejected("animated_image", "Animated images are not accepted.", field)
+            image.load()
+            image = ImageOps.exif_transpose(image) or image
+    except ImageRejected:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError,
+            Image.DecompressionBombWarning, EOFError) as exc:
+        raise ImageRejected("invalid_image", "The image could not be decoded.", field) from exc
+    width, height = image.size
+    if not (MIN_SIDE <= width <= MAX_SIDE and MIN_SIDE <= height <= MAX_SIDE):
+        raise ImageRejected("image_dimensions", f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
+    image = _to_srgb(image, field)
+    clean = _encode(image, fmt)
+    if len(clean) > MAX_STORED_BYTES:
+        raise ImageRejected("image_too_large", "The image would take more than 5 MiB to store.", field)
+    return clean, width, height

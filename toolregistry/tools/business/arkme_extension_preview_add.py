@@ -1,0 +1,82 @@
+"""arkme_extension_preview_add: add images to an extension's preview gallery, confirmed in chat."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from toolregistry.metadata import (
+    EXPLICIT_USER_WRITE, Approval, Effect, Kind, Phase, ToolContext, ToolDefinition, ToolMetadata,
+)
+
+METADATA = ToolMetadata(
+    id="arkme.extension_preview.add@1",
+    name="arkme_extension_preview_add",
+    kind=Kind.BUSINESS,
+    phase=Phase.ATTACHMENTS,
+    effect=Effect.WRITE,
+    grant=EXPLICIT_USER_WRITE,
+    approval=Approval.CONVERSATION,
+    profiles=("business", "hybrid"),
+)
+
+DESCRIPTION = (
+    "Adds images to the preview gallery of one of the user's extensions, in two steps. "
+    "1) action=prepare with the extension id and one source: source=image_ref with an image_ref; "
+    "source=attachments for the images the user attached to their latest message (optionally "
+    "attachment_indices, 1-based); or source=workspace with 1-20 workspace_paths relative to the "
+    "Agent workspace. PNG, JPEG, WebP, static GIF or simple SVG; each side 320-4096 px. Prepare "
+    "returns an operation and a question: show the question to the user as it is. "
+    "2) Only after the user replies 确认, call action=confirm with the same extension and operation. "
+    "If they decline, call action=cancel. Never confirm on the user's behalf."
+)
+
+_PATHS = {"type": "array", "minItems": 1, "maxItems": 20, "uniqueItems": True,
+          "items": {"type": "string", "minLength": 1, "maxLength": 1024}}
+_INDICES = {"type": "array", "minItems": 1, "maxItems": 20, "uniqueItems": True,
+            "items": {"type": "integer", "minimum": 1, "maximum": 20}}
+
+INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"enum": ["prepare", "confirm", "cancel"]},
+        "extension": {"type": "string", "minLength": 1, "maxLength": 64, "description": "An extension id from arkme_context."},
+        "source": {"enum": ["image_ref", "attachments", "workspace"]},
+        "image_ref": {"type": "string", "minLength": 1, "maxLength": 512},
+        "attachment_indices": _INDICES,
+        "workspace_paths": _PATHS,
+        "operation": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The operation from prepare."},
+    },
+    "required": ["action", "extension"],
+    "additionalProperties": False,
+    "allOf": [
+        {"if": {"properties": {"action": {"const": "prepare"}}},
+         "then": {"required": ["source"], "properties": {"operation": False}}},
+        {"if": {"properties": {"action": {"enum": ["confirm", "cancel"]}}},
+         "then": {"required": ["operation"], "properties": {
+             "source": False, "image_ref": False, "attachment_indices": False, "workspace_paths": False}}},
+        {"if": {"properties": {"source": {"const": "image_ref"}}, "required": ["source"]},
+         "then": {"required": ["image_ref"], "properties": {"attachment_indices": False, "workspace_paths": False}}},
+        {"if": {"properties": {"source": {"const": "attachments"}}, "required": ["source"]},
+         "then": {"properties": {"image_ref": False, "workspace_paths": False}}},
+        {"if": {"properties": {"source": {"const": "workspace"}}, "required": ["source"]},
+         "then": {"required": ["workspace_paths"], "properties": {"image_ref": False, "attachment_indices": False}}},
+    ],
+}
+
+_SOURCE_KEYS = ("source", "image_ref", "attachment_indices", "workspace_paths")
+
+
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    galleries = context.ports.galleries
+    common = {"account_pk": context.principal.account_pk, "session_pk": context.session_pk,
+              "extension": arguments["extension"]}
+    action = arguments["action"]
+    if action == "prepare":
+        source = {key: arguments[key] for key in _SOURCE_KEYS if key in arguments}
+        return galleries.prepare_add(**common, arguments=source)
+    if action == "confirm":
+        return galleries.confirm_add(**common, operation=arguments["operation"])
+    return galleries.cancel_add(**common, operation=arguments["operation"])
+
+
+def definition() -> ToolDefinition:
+    return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute)
