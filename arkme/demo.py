@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from galleries.library import account_image_create, image_ref_for
 from galleries.models import Extension
 from galleries.services import extension_create
 from groups.models import Group, JoinPolicy, Role
@@ -19,6 +20,34 @@ from .models import Account
 DEMO_PEOPLE = {"alice": "Alice Liddell", "bob": "Bob Builder", "carol": "Carol Danvers", "dave": "Dave Bowman"}
 DEMO_CLIENT = "demo-dsh"
 DEMO_ADMIN = "admin"
+DEMO_WORKSPACE = "demo"
+
+
+def demo_png(size: tuple[int, int], colour: tuple[int, int, int], label: int = 0) -> bytes:
+    """A small, plainly drawn PNG so the demo needs no files of its own."""
+    import io
+
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", size, colour)
+    draw = ImageDraw.Draw(image)
+    w, h = size
+    draw.ellipse((w // 4, h // 4, 3 * w // 4, 3 * h // 4), fill=(255, 255, 255))
+    for i in range(label):
+        draw.rectangle((20 + i * 40, 20, 44 + i * 40, 44), fill=(0, 0, 0))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+def _workspace() -> None:
+    folder = settings.ARKME_WORKSPACE_ROOT / DEMO_WORKSPACE
+    folder.mkdir(parents=True, exist_ok=True)
+    colours = [(200, 40, 40), (40, 160, 60), (40, 80, 200)]
+    for number, colour in enumerate(colours, start=1):
+        path = folder / f"preview-{number}.png"
+        if not path.exists():
+            path.write_bytes(demo_png((640, 400), colour, number))
 
 
 def demo_password(username: str) -> str:
@@ -63,17 +92,23 @@ def demo_world() -> dict[str, Any]:
         membership_ensure(group=groups["open-group"], account=bob)
         for other in ("bob", "carol", "dave"):
             private_chat_ensure(a=alice, b=accounts[other])
+        logos = {
+            "alice-logo": account_image_create(owner=alice, name="alice-logo", data=demo_png((512, 512), (230, 120, 20))),
+            "bob-logo": account_image_create(owner=bob, name="bob-logo", data=demo_png((512, 512), (20, 120, 230))),
+        }
         if DshClient.objects.filter(name=DEMO_CLIENT).exists():
             _, key = dsh_client_rotate(name=DEMO_CLIENT)
         else:
             _, key = dsh_client_create(name=DEMO_CLIENT)
     settings.ARKME_WORKSPACE_ROOT.mkdir(parents=True, exist_ok=True)
+    _workspace()
     return {
         "dsh_key": key,
         "accounts": {name: account.public_id for name, account in accounts.items()},
         "extensions": {name: ext.public_id for name, ext in extensions.items()},
         "groups": {name: group.public_id for name, group in groups.items()},
-        "image_refs": {},
+        "image_refs": {name: image_ref_for(image) for name, image in logos.items()},
         "workspace_root": str(settings.ARKME_WORKSPACE_ROOT),
+        "workspace": DEMO_WORKSPACE,
         "logins": {name: demo_password(name) for name in (DEMO_ADMIN, *DEMO_PEOPLE)},
     }

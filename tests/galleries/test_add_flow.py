@@ -1,0 +1,303 @@
+"""arkme_extension_preview_add: prepare, 确认, confirm, cancel, over every source."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core import signing
+from django.utils import timezone
+
+from galleries.models import Blob, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
+from galleries.operations import is_confirmation
+
+from . import images
+
+
+def result(response):
+    assert response.status_code == 200, response.content
+    return response.json()["result"]
+
+
+def error(response, status):
+    assert response.status_code == status, response.content
+    return response.json()["error"]
+
+
+def stored_files(media):
+    return sorted(p for p in media.rglob("*") if p.is_file() and "captured" not in p.parts)
+
+
+# --- prepare -------------------------------------------------------------------------------
+
+def test_prepare_answers_the_contract_and_writes_only_the_operation(gs, _isolated_storage):
+    paths = gs.write_many(3)
+    body = result(gs.prepare(source="workspace", workspace_paths=paths))
+    assert set(body) == {"operation", "question", "expires_at", "images", "gallery"}
+    assert "确认" in body["question"] and "alice-ext" in body["question"] and "3 images" in body["question"]
+    assert "3 of 20" in body["question"]
+    assert [i["index"] for i in body["images"]] == [1, 2, 3]
+    assert body["images"][0] == {"index": 1, "width": 400, "height": 400, "format": "png", "already_present": False}
+    assert body["gallery"]["revision"] == 0 and body["gallery"]["items"] == []
+    assert PendingOperation.objects.count() == 1
+    assert Blob.objects.count() == 0 and GalleryItem.objects.count() == 0
+    assert stored_files(_isolated_storage) == []
+
+
+def test_same_prepare_returns_the_same_operation_a_different_one_is_409(gs):
+    paths = gs.write_many(2)
+    first = result(gs.prepare(source="workspace", workspace_paths=paths))
+    again = result(gs.prepare(source="workspace", workspace_paths=paths))
+    assert again["operation"] == first["operation"]
+    other = gs.prepare(source="workspace", workspace_paths=paths[:1])
+    assert error(other, 409)["code"] == "operation_pending"
+    assert PendingOperation.objects.count() == 1
+
+
+def test_cancel_ends_it_and_frees_the_slot(gs):
+    paths = gs.write_many(2)
+    operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
+    assert result(gs.cancel(operation))["gallery"]["items"] == []
+    assert PendingOperation.objects.get().status == OperationStatus.CANCELLED
+    assert error(gs.confirm(operation), 409)["code"] == "operation_cancelled"
+    assert error(gs.cancel(operation), 409)["code"] == "operation_cancelled"
+    assert gs.prepare(source="workspace", workspace_paths=paths[:1]).status_code == 200
+
+
+def test_expired_operation_is_409_and_a_new_prepare_works(gs, settings):
+    paths = gs.write_many(1)
+    operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
+    PendingOperation.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    gs.say("确认")
+    assert error(gs.confirm(operation), 409)["code"] == "operation_expired"
+    assert PendingOperation.objects.get().status == OperationStatus.EXPIRED
+    assert gs.prepare(source="workspace", workspace_paths=paths).status_code == 200
+
+
+def test_capacity_is_checked_at_prepare(gs, settings):
+    settings.ARKME_GALLERY_CAPACITY = 2
+    body = error(gs.prepare(source="workspace", workspace_paths=gs.write_many(3)), 409)
+    assert body["code"] == "capacity_exceeded"
+    assert body["details"] == {"capacity": 2, "current": 0, "adding": 3}
+    assert PendingOperation.objects.count() == 0
+
+
+def test_reconciliation_marks_present_content_and_costs_no_capacity(gs, settings):
+    paths = gs.write_many(2)
+    gs.add_confirmed(paths)
+    settings.ARKME_GALLERY_CAPACITY = 3
+    more = gs.write_many(1, start=10)
+    body = result(gs.prepare(source="workspace", workspace_paths=paths + more))
+    assert [i["already_present"] for i in body["images"]] == [True, True, False]
+    gs.say("确认")
+    confirmed = result(gs.confirm(body["operation"]))
+    assert (confirmed["added"], confirmed["already_present"]) == (1, 2)
+    assert len(confirmed["gallery"]["items"]) == 3
+
+
+def test_duplicate_content_in_one_batch_is_added_once(gs):
+    a = gs.write("a.png", images.png((400, 400), (5, 5, 5)))
+    b = gs.write("b.png", images.png((400, 400), (5, 5, 5)))
+    body = result(gs.prepare(source="workspace", workspace_paths=[a, b]))
+    assert [i["already_present"] for i in body["images"]] == [False, True]
+    gs.say("确认")
+    assert result(gs.confirm(body["operation"]))["added"] == 1
+
+
+def test_another_accounts_extension_is_404(gs, world):
+    response = gs.dsh.execute(gs.session, "arkme_extension_preview_add", {
+        "action": "prepare", "extension": world.bob_ext.public_id, "source": "workspace",
+        "workspace_paths": gs.write_many(1)})
+    assert error(response, 404)["code"] == "unknown_extension"
+    assert PendingOperation.objects.count() == 0
+
+
+# --- confirm -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,ok", [("确认", True), ("  确认。 ", True), ("确认!", True), ("确认！", True),
+                                     ("确认.", True), ("确认。。", False), ("确认吗", False), ("yes", False),
+                                     ("不确认", False), ("", False)])
+def test_confirmation_text(text, ok):
+    assert is_confirmation(text) is ok
+
+
+def test_confirm_adds_in_prepared_order_and_writes_history(gs):
+    paths = gs.write_many(3)
+    body = gs.add_confirmed(paths)
+    gallery = body["gallery"]
+    assert (body["added"], body["already_present"]) == (3, 0)
+    assert gallery["revision"] == 1 and [i["position"] for i in gallery["items"]] == [1, 2, 3]
+    assert set(gallery["items"][0]) == {"item", "position", "width", "height", "format", "bytes"}
+    shas = list(GalleryItem.objects.order_by("position").values_list("blob__sha256", flat=True))
+    prepared = PendingOperation.objects.get().sources
+    assert shas == [s["content_sha256"] for s in prepared]
+    history = GalleryHistory.objects.get()
+    assert (history.revision, history.action, history.items) == (1, "add", [i["item"] for i in gallery["items"]])
+    assert PendingOperation.objects.get().status == OperationStatus.CONFIRMED
+
+
+def test_confirm_without_a_new_确认_stays_pending(gs):
+    operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
+    assert error(gs.confirm(operation), 409)["code"] == "confirmation_required"
+    gs.say("hmm, maybe")
+    assert error(gs.confirm(operation), 409)["code"] == "confirmation_required"
+    assert PendingOperation.objects.get().status == OperationStatus.PENDING
+    gs.say("确认")
+    assert gs.confirm(operation).status_code == 200
+
+
+def test_确认_sent_before_the_prepare_does_not_count(gs):
+    gs.say("确认")
+    operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
+    assert error(gs.confirm(operation), 409)["code"] == "confirmation_required"
+
+
+def test_confirmed_operation_is_409_for_every_later_confirm(gs):
+    operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
+    gs.say("确认")
+    assert gs.confirm(operation).status_code == 200
+    assert error(gs.confirm(operation), 409)["code"] == "operation_confirmed"
+    assert Gallery.objects.get(extension__public_id=gs.extension).revision == 1
+
+
+def test_changed_source_bytes_end_the_operation(gs):
+    paths = gs.write_many(2)
+    operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
+    gs.write(paths[1], images.png((400, 400), (0, 0, 0)))
+    gs.say("确认")
+    body = error(gs.confirm(operation), 422)
+    assert body["code"] == "source_changed" and body["details"]["fields"] == ["workspace_paths[1]"]
+    assert PendingOperation.objects.get().status == OperationStatus.FAILED
+    assert GalleryItem.objects.count() == 0 and Blob.objects.count() == 0
+    assert error(gs.confirm(operation), 409)["code"] == "operation_failed"
+
+
+def test_deleted_source_ends_the_operation(gs):
+    paths = gs.write_many(1)
+    operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
+    (gs.workspace / paths[0]).unlink()
+    gs.say("确认")
+    assert error(gs.confirm(operation), 422)["code"] == "source_changed"
+
+
+def test_capacity_is_checked_again_at_confirm(gs, settings):
+    settings.ARKME_GALLERY_CAPACITY = 2
+    operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(2)))["operation"]
+    settings.ARKME_GALLERY_CAPACITY = 1
+    gs.say("确认")
+    assert error(gs.confirm(operation), 409)["code"] == "capacity_exceeded"
+    assert PendingOperation.objects.get().status == OperationStatus.FAILED
+    assert GalleryItem.objects.count() == 0
+
+
+def test_operation_of_another_session_or_extension_is_404(gs, dsh, world):
+    operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
+    gs.say("确认")
+    assert error(gs.confirm(operation, extension=world.bob_ext.public_id), 404)["code"] == "unknown_operation"
+    other = dsh.open_session(world.alice, workspace="ws")["session"]
+    dsh.put(f"sessions/{other}/phases/attachments")
+    response = dsh.execute(other, "arkme_extension_preview_add",
+                           {"action": "confirm", "extension": gs.extension, "operation": operation})
+    assert error(response, 404)["code"] == "unknown_operation"
+
+
+def test_storage_failure_keeps_the_operation_and_a_retry_stores_only_the_missing(gs, monkeypatch):
+    from galleries import blobstore
+
+    paths = gs.write_many(4)
+    operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
+    gs.say("确认")
+    real = blobstore.BlobStore._put_local
+    calls = {"blobs": 0}
+
+    def failing_third(self, key, data):
+        if key.startswith("blobs/"):
+            calls["blobs"] += 1
+            if calls["blobs"] == 3:
+                raise OSError("disk gone")
+        return real(self, key, data)
+
+    monkeypatch.setattr(blobstore.BlobStore, "_put_local", failing_third)
+    failed = gs.confirm(operation)
+    assert error(failed, 503)["code"] == "storage_unavailable"
+    assert PendingOperation.objects.get().status == OperationStatus.PENDING
+    assert GalleryItem.objects.count() == 0 and Blob.objects.count() == 3  # every store but the third
+    writes = []
+    monkeypatch.setattr(blobstore.BlobStore, "_put_local",
+                        lambda self, key, data: writes.append(key) or real(self, key, data))
+    assert result(gs.confirm(operation))["added"] == 4
+    assert len([k for k in writes if k.startswith("blobs/")]) == 1
+
+
+# --- sources ---------------------------------------------------------------------------------
+
+def test_image_ref_source(gs, logos):
+    body = result(gs.prepare(source="image_ref", image_ref=logos["alice"]))
+    assert body["images"][0]["width"] == 512
+    gs.say("确认")
+    assert result(gs.confirm(body["operation"]))["added"] == 1
+
+
+@pytest.mark.parametrize("which,code", [("bob", "invalid_image_ref"), ("tampered", "invalid_image_ref"),
+                                        ("raw", "invalid_image_ref"), ("expired", "expired_image_ref")])
+def test_bad_image_refs_are_refused(gs, logos, which, code, monkeypatch):
+    ref = {"bob": logos["bob"], "tampered": logos["alice"][:-2] + "xx", "raw": "aim_123"}.get(which, logos["alice"])
+    if which == "expired":
+        from galleries import refs
+        monkeypatch.setattr(refs, "IMAGE_REF_MAX_AGE", -1)
+    body = error(gs.prepare(source="image_ref", image_ref=ref), 400)
+    assert body["code"] == code and body["details"]["fields"] == ["image_ref"]
+    assert PendingOperation.objects.count() == 0
+
+
+def test_captured_attachments_in_order(gs):
+    gs.say("here", files=[("a.png", images.png((400, 400), (1, 1, 1))), ("notes.txt", b"just text"),
+                          ("c.jpg", images.image("JPEG", (500, 400)))])
+    body = result(gs.prepare(source="attachments"))
+    assert [(i["width"], i["format"]) for i in body["images"]] == [(400, "png"), (500, "jpeg")]
+    picked = gs.prepare(source="attachments", attachment_indices=[3])
+    assert error(picked, 409)["code"] == "operation_pending"
+    gs.say("确认")
+    assert result(gs.confirm(body["operation"]))["added"] == 2
+
+
+def test_attachment_indices(gs):
+    gs.say("", files=[("a.png", images.png()), ("notes.txt", b"text")])
+    assert error(gs.prepare(source="attachments", attachment_indices=[2]), 422)["details"]["fields"] == ["attachment_indices[0]"]
+    assert error(gs.prepare(source="attachments", attachment_indices=[1, 3]), 400)["details"]["fields"] == ["attachment_indices[1]"]
+    assert gs.prepare(source="attachments", attachment_indices=[1]).status_code == 200
+
+
+def test_no_captured_images_is_refused(gs):
+    assert error(gs.prepare(source="attachments"), 422)["code"] == "no_captured_images"
+    gs.say("text only")
+    assert error(gs.prepare(source="attachments"), 422)["code"] == "no_captured_images"
+    gs.say("", files=[("notes.txt", b"text")])
+    assert error(gs.prepare(source="attachments"), 422)["code"] == "no_captured_images"
+
+
+def test_attachments_of_the_prepare_message_are_reread_at_confirm(gs):
+    gs.say("", files=[("a.png", images.png())])
+    operation = result(gs.prepare(source="attachments"))["operation"]
+    gs.say("确认")  # the latest message has no attachments now; the prepared ones still count
+    assert result(gs.confirm(operation))["added"] == 1
+
+
+def test_svg_from_the_workspace_is_stored_as_png(gs):
+    name = gs.write("logo.svg", images.svg())
+    body = result(gs.prepare(source="workspace", workspace_paths=[name]))
+    assert body["images"][0]["format"] == "png"
+    gs.say("确认")
+    assert result(gs.confirm(body["operation"]))["gallery"]["items"][0]["format"] == "png"
+
+
+def test_session_without_a_workspace_is_refused(dsh, world):
+    session = dsh.open_session(world.alice)["session"]
+    dsh.put(f"sessions/{session}/phases/attachments")
+    response = dsh.execute(session, "arkme_extension_preview_add", {
+        "action": "prepare", "extension": world.alice_ext.public_id, "source": "workspace", "workspace_paths": ["a.png"]})
+    assert error(response, 400)["code"] == "no_workspace"
+
+
+def test_refs_in_results_hold_no_internal_ids(gs, logos, world):
+    payload = signing.loads(logos["alice"], salt=f"arkme.galleries.image_ref:{world.alice.public_id}")
+    assert set(payload) == {"i"} and payload["i"].startswith("aim_")

@@ -1,0 +1,104 @@
+"""Raster validation and normalisation."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from galleries.imaging import ImageRejected, process_raster, sniff
+from galleries.pipeline import process_image
+
+from . import images
+
+
+def code_of(fn, *args):
+    with pytest.raises(ImageRejected) as caught:
+        fn(*args)
+    return caught.value.code
+
+
+@pytest.mark.parametrize("fmt,expected", [("PNG", "png"), ("JPEG", "jpeg"), ("WEBP", "webp"), ("GIF", "gif")])
+def test_format_comes_from_the_bytes(fmt, expected):
+    assert sniff(images.image(fmt)) == expected
+
+
+@pytest.mark.parametrize("data", [b"", b"hello world", b"%PDF-1.4 ...", b"BM\x00\x00" + b"\x00" * 100,
+                                  b"\x1f\x8b\x08\x00svgz", b"II*\x00tiff"])
+def test_other_formats_are_refused(data):
+    assert code_of(sniff, data) == "unsupported_format"
+
+
+@pytest.mark.parametrize("size,ok", [((320, 320), True), ((4096, 320), True), ((319, 400), False),
+                                     ((400, 319), False), ((4097, 400), False)])
+def test_each_side_must_be_320_to_4096(size, ok):
+    data = images.png(size)
+    if ok:
+        assert process_raster(data, "png")[1:] == size
+    else:
+        assert code_of(process_raster, data, "png") == "image_dimensions"
+
+
+def test_pixel_bomb_is_refused_before_decoding():
+    # A 4097x4097 header: refused from the header, without decoding 50 MB of pixels.
+    data = images.png((4097, 4097))
+    assert code_of(process_raster, data, "png") == "image_dimensions"
+
+
+def test_truncated_image_is_refused():
+    data = images.png((400, 400))
+    assert code_of(process_raster, data[: len(data) // 2], "png") == "invalid_image"
+
+
+def test_animated_gif_is_refused_static_is_kept():
+    assert code_of(process_raster, images.animated_gif(), "gif") == "animated_image"
+    clean, w, h = process_raster(images.image("GIF"), "gif")
+    assert Image.open(io.BytesIO(clean)).format == "GIF"
+
+
+def test_exif_orientation_is_applied_and_exif_dropped():
+    clean, width, height = process_raster(images.jpeg_with_gps_and_orientation((600, 400), orientation=6), "jpeg")
+    assert (width, height) == (400, 600)
+    stored = Image.open(io.BytesIO(clean))
+    assert stored.size == (400, 600)
+    assert not stored.getexif()
+    assert b"SecretCam" not in clean and b"Exif" not in clean
+
+
+def test_png_text_xmp_and_icc_are_dropped():
+    source = images.png_with_text_and_icc()
+    assert b"secret" in source
+    clean, _, _ = process_raster(source, "png")
+    stored = Image.open(io.BytesIO(clean))
+    assert b"secret" not in clean
+    assert "icc_profile" not in stored.info and not stored.text
+    # visually the same image
+    assert stored.convert("RGB").getpixel((10, 10)) == Image.open(io.BytesIO(source)).convert("RGB").getpixel((10, 10))
+
+
+def test_non_srgb_profile_is_converted():
+    from PIL import ImageCms
+    lab = ImageCms.ImageCmsProfile(ImageCms.createProfile("LAB"))
+    out = io.BytesIO()
+    Image.new("RGB", (400, 400), (200, 50, 50)).save(out, "PNG", icc_profile=ImageCms.ImageCmsProfile(
+        ImageCms.createProfile("sRGB")).tobytes())
+    clean, _, _ = process_raster(out.getvalue(), "png")
+    assert "icc_profile" not in Image.open(io.BytesIO(clean)).info
+    assert lab  # profile building works on this machine
+
+
+def test_source_over_5_mib_is_refused():
+    data = images.png((400, 400)) + b"\x00" * (5 * 1024 * 1024)
+    assert code_of(process_raster, data, "png") == "image_too_large"
+
+
+def test_process_image_fingerprints_the_stored_bytes():
+    import hashlib
+    result = process_image(images.png((400, 400)))
+    assert result.sha256 == hashlib.sha256(result.data).hexdigest()
+    assert (result.width, result.height, result.format) == (400, 400, "png")
+
+
+def test_decoding_is_deterministic_so_confirm_can_check_content():
+    data = images.jpeg_with_gps_and_orientation()
+    assert process_image(data).sha256 == process_image(data).sha256
