@@ -50,6 +50,41 @@ def _isolated_storage(settings, tmp_path):
     return media
 
 
+class LeakLedger:
+    """Every DSH response a test sees, and the values that test declared secret."""
+
+    def __init__(self) -> None:
+        self.bodies: list[tuple[str, object]] = []
+        self.secrets: set[str] = set()
+
+    def record(self, path: str, response) -> None:
+        if response.get("Content-Type", "").startswith("application/json") and response.content:
+            self.bodies.append((path, response.json()))
+
+
+LEDGER = LeakLedger()
+
+
+@pytest.fixture(autouse=True)
+def leak_guard():
+    """Fails a test if any DSH response it saw carries a key, fingerprint, URL, secret…"""
+    from .leaks import find_leaks
+
+    LEDGER.bodies.clear()
+    LEDGER.secrets.clear()
+    yield LEDGER
+    leaks = [f"{path}: {leak}" for path, body in LEDGER.bodies for leak in find_leaks(body, LEDGER.secrets)]
+    assert not leaks, "responses leaked:\n" + "\n".join(leaks[:20])
+
+
+class RecordingClient(APIClient):
+    def generic(self, method, path, *args, **kwargs):
+        response = super().generic(method, path, *args, **kwargs)
+        if path.startswith("/dsh/"):
+            LEDGER.record(path, response)
+        return response
+
+
 @dataclass
 class Dsh:
     api: APIClient
@@ -94,7 +129,7 @@ class Dsh:
 
 def make_dsh(name: str = "dsh", profiles=()) -> Dsh:
     client, key = dsh_client_create(name=name, profiles=profiles)
-    api = APIClient()
+    api = RecordingClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     return Dsh(api=api, key=key, client=client)
 
@@ -138,3 +173,46 @@ def world(db) -> World:
         bob_ext=extension_create(owner=bob, name="bob-ext"),
         open_group=open_group, approval_group=approval_group,
     )
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint():
+    """moto's standalone S3 server over HTTP on 127.0.0.1, for the whole run."""
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    try:
+        from moto.server import ThreadedMotoServer
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+    except Exception as exc:  # pragma: no cover - only when moto cannot start
+        require_service("S3 (moto)", False, str(exc))
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def s3_blob_settings(endpoint: str, bucket: str) -> dict:
+    return {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {"bucket_name": bucket, "endpoint_url": endpoint, "region_name": "us-east-1",
+                    "default_acl": None, "querystring_auth": True, "file_overwrite": True},
+    }
+
+
+@pytest.fixture
+def s3(settings, moto_endpoint, request):
+    """Blob storage on S3 for one test, in a bucket of its own."""
+    import uuid
+
+    import boto3
+
+    bucket = f"arkme-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1").create_bucket(Bucket=bucket)
+    blob = s3_blob_settings(moto_endpoint, bucket)
+    settings.ARKME_STORAGE = "s3"
+    settings.STORAGES = {**settings.STORAGES, "default": blob, "blobs": blob}
+    return bucket

@@ -44,6 +44,9 @@ class GallerySession:
         return self.dsh.post(f"sessions/{self.session}/messages", data)
 
     def write(self, name, data):
+        from ..conftest import LEDGER
+
+        LEDGER.secrets.add(name)
         path = self.workspace / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
@@ -78,4 +81,8 @@ def gs(dsh, world) -> GallerySession:
 def logos(world):
     alice = account_image_create(owner=world.alice, name="alice-logo", data=images.png((512, 512), (1, 2, 3)))
     bob = account_image_create(owner=world.bob, name="bob-logo", data=images.png((512, 512), (3, 2, 1)))
-    return {"alice": image_ref_for(alice), "bob": image_ref_for(bob)}
+    refs = {"alice": image_ref_for(alice), "bob": image_ref_for(bob)}
+    from ..conftest import LEDGER
+
+    LEDGER.secrets.update(refs.values())
+    return refs

@@ -1,0 +1,17 @@
+"""Expire pending gallery operations past their expiry."""
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from ...operations import operations_expire
+
+
+class Command(BaseCommand):
+    help = "Expire pending gallery operations whose time is up."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        sub.add_parser("expire", help="Mark every overdue pending operation expired.")
+
+    def handle(self, *args, **options):
+        self.stdout.write(f"Expired {operations_expire()} pending operation(s).")

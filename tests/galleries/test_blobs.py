@@ -1,0 +1,133 @@
+"""Content-addressed storage on local files and on S3: no overwrite, GC, verification."""
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+import boto3
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from galleries.blobs import blobs_collect_garbage, blobs_store_missing, blobs_verify
+from galleries.blobstore import BlobStore, StorageUnavailable, blob_key, sha256_hex, staging_key
+from galleries.models import Blob
+from galleries.pipeline import process_image
+
+from . import images
+
+
+@pytest.fixture(params=["filesystem", pytest.param("s3", marks=pytest.mark.s3)])
+def backend(request):
+    if request.param == "s3":
+        request.getfixturevalue("s3")
+    return request.param
+
+
+def test_put_if_absent_never_overwrites(backend):
+    store = BlobStore()
+    assert store.put_if_absent("blobs/ab/key", b"first") is True
+    assert store.put_if_absent("blobs/ab/key", b"second") is False
+    assert store.read("blobs/ab/key") == b"first"
+
+
+def test_listing_sees_what_was_stored(backend):
+    store = BlobStore()
+    store.put_if_absent("blobs/aa/one", b"1")
+    store.put_if_absent("staging/two", b"2")
+    assert [key for key, _ in store.keys("blobs/")] == ["blobs/aa/one"]
+    assert [key for key, _ in store.keys("staging/")] == ["staging/two"]
+
+
+@pytest.mark.django_db
+def test_store_missing_is_idempotent_and_content_addressed(backend):
+    image = process_image(images.png())
+    assert blobs_store_missing([image]) == 1
+    assert blobs_store_missing([image]) == 0
+    store = BlobStore()
+    assert sha256_hex(store.read(blob_key(image.sha256))) == image.sha256
+    assert not store.exists(staging_key(image.sha256))  # staging is cleaned up
+    blob = Blob.objects.get()
+    assert (blob.sha256, blob.width, blob.height, blob.size) == (image.sha256, 400, 400, len(image.data))
+
+
+@pytest.mark.django_db
+def test_gc_removes_only_unreferenced_old_blobs_after_commit(backend, gs, django_capture_on_commit_callbacks):
+    kept = gs.add_confirmed(gs.write_many(1))
+    orphan = process_image(images.png((400, 400), (9, 9, 9)))
+    blobs_store_missing([orphan])
+    BlobStore().put_if_absent(blob_key("f" * 64), b"no row knows me")
+    assert blobs_collect_garbage().total == 0  # nothing is old enough yet
+    Blob.objects.update(created_at=timezone.now() - timedelta(days=1))
+    dry = blobs_collect_garbage(dry_run=True, grace=timedelta(0))
+    assert dry.blobs == [orphan.sha256] and dry.orphans == [blob_key("f" * 64)]
+    assert Blob.objects.count() == 2
+    store = BlobStore()
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        report = blobs_collect_garbage(grace=timedelta(0))
+    assert report.blobs == [orphan.sha256]
+    assert store.exists(blob_key(orphan.sha256))  # the row is gone, the object waits for the commit
+    for callback in callbacks:
+        callback()
+    assert not store.exists(blob_key(orphan.sha256)) and not store.exists(blob_key("f" * 64))
+    assert Blob.objects.count() == 1 and len(kept["gallery"]["items"]) == 1
+    assert [key for key, _ in store.keys("blobs/")] == [blob_key(Blob.objects.get().sha256)]
+
+
+@pytest.mark.django_db
+def test_verify_finds_corrupted_and_missing_blobs(backend):
+    good, bad, gone = (process_image(images.png((400, 400), (c, c, c))) for c in (1, 2, 3))
+    blobs_store_missing([good, bad, gone])
+    store = BlobStore()
+    store.delete(blob_key(bad.sha256))
+    store.put_if_absent(blob_key(bad.sha256), b"corrupted bytes")
+    store.delete(blob_key(gone.sha256))
+    report = blobs_verify()
+    assert report.checked == 3 and report.mismatched == [bad.sha256] and report.missing == [gone.sha256]
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match="2 problem"):
+        call_command("arkme_blobs", "verify", stdout=out, stderr=err)
+    assert "3 blob(s) checked" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_gc_command_summary(backend):
+    out = io.StringIO()
+    call_command("arkme_blobs", "gc", "--dry-run", stdout=out)
+    assert out.getvalue().strip().splitlines()[-1].startswith("Would delete 0 blob(s)")
+
+
+@pytest.mark.s3
+@pytest.mark.django_db
+def test_whole_gallery_flow_on_s3(s3, gs, settings):
+    body = gs.add_confirmed(gs.write_many(3))
+    assert len(body["gallery"]["items"]) == 3
+    client = boto3.client("s3", endpoint_url=settings.STORAGES["blobs"]["OPTIONS"]["endpoint_url"], region_name="us-east-1")
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=s3).get("Contents", [])]
+    assert sorted(k for k in keys if k.startswith("blobs/")) == sorted(blob_key(b.sha256) for b in Blob.objects.all())
+    assert not [k for k in keys if k.startswith("staging/")]
+    acl = client.get_object_acl(Bucket=s3, Key=keys[0])
+    assert all(g["Grantee"].get("URI") is None for g in acl["Grants"])  # private: no public grant
+
+
+@pytest.mark.s3
+@pytest.mark.django_db
+def test_unreachable_s3_is_503_and_nothing_changes(s3, gs, settings):
+    operation = gs.prepare(source="workspace", workspace_paths=gs.write_many(2)).json()["result"]["operation"]
+    gs.say("确认")
+    broken = {**settings.STORAGES["blobs"], "OPTIONS": {**settings.STORAGES["blobs"]["OPTIONS"],
+                                                        "endpoint_url": "http://127.0.0.1:9"}}
+    settings.STORAGES = {**settings.STORAGES, "blobs": broken}
+    response = gs.confirm(operation)
+    assert response.status_code == 503 and response.json()["error"]["code"] == "storage_unavailable"
+    assert gs.gallery()["items"] == []
+    from galleries.models import PendingOperation
+    assert PendingOperation.objects.get().status == "pending"
+
+
+def test_storage_errors_become_storage_unavailable(monkeypatch):
+    store = BlobStore()
+    monkeypatch.setattr(store, "_put_local", lambda key, data: (_ for _ in ()).throw(OSError("boom")))
+    with pytest.raises(StorageUnavailable):
+        store.put_if_absent("blobs/x", b"1")

@@ -1,0 +1,46 @@
+"""Scanning DSH responses for what must never leave the service."""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+PATTERNS = {
+    "fingerprint": re.compile(r"\b[0-9a-f]{64}\b"),
+    "object key": re.compile(r"\b(?:blobs|staging|captured)/"),
+    "url": re.compile(r"\b(?:https?|s3|file)://", re.I),
+    "signed url": re.compile(r"X-Amz-|Signature=", re.I),
+    "long base64": re.compile(r"[A-Za-z0-9+/=_-]{100,}"),
+    "traceback": re.compile(r"Traceback \(most recent call last\)"),
+}
+# Handles the contract hands out on purpose; they are checked by decoding, elsewhere.
+HANDLE_KEYS = {"source_ref", "candidate_ref", "approval"}
+# Static texts the model reads: descriptions and schemas name no user data.
+STATIC_KEYS = {"description", "input_schema", "prompt"}
+
+
+def strings(value: Any, key: str | None = None) -> Iterable[tuple[str | None, str]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in STATIC_KEYS:
+                continue
+            yield from strings(v, k)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item, key)
+    elif isinstance(value, str):
+        yield key, value
+
+
+def find_leaks(body: Any, secrets: Iterable[str] = ()) -> list[str]:
+    found = []
+    secrets = [s for s in secrets if s]
+    for key, text in strings(body):
+        if key in HANDLE_KEYS:
+            continue
+        for name, pattern in PATTERNS.items():
+            if pattern.search(text):
+                found.append(f"{name} in {key!r}: {text[:80]!r}")
+        for secret in secrets:
+            if secret in text:
+                found.append(f"secret in {key!r}: {secret[:40]!r}")
+    return found

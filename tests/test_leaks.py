@@ -1,0 +1,31 @@
+"""The leak scanner itself: each kind of leak is caught, handles and static texts are not."""
+from __future__ import annotations
+
+import pytest
+
+from .leaks import find_leaks
+
+SHA = "a" * 64
+
+
+@pytest.mark.parametrize("body", [
+    {"result": {"x": SHA}},
+    {"result": {"key": f"blobs/aa/{SHA[:10]}"}},
+    {"error": {"details": {"path": "captured/ses_1/3/1"}}},
+    {"result": {"url": "https://bucket.s3.amazonaws.com/x"}},
+    {"result": {"u": "x?X-Amz-Signature=abc"}},
+    {"result": {"data": "iVBORw0KGgo" + "A" * 120}},
+    {"error": {"message": "Traceback (most recent call last): ..."}},
+])
+def test_each_leak_is_found(body):
+    assert find_leaks(body)
+
+
+def test_declared_secrets_are_found():
+    assert find_leaks({"result": {"question": "add holiday/gps.png?"}}, ["holiday/gps.png"])
+
+
+def test_handles_and_static_texts_are_not_flagged():
+    ref = "eyJnIjoiZ3JwX3gifQ:" + "x" * 120
+    body = {"result": {"groups": [{"source_ref": ref}]}, "tools": [{"description": "see https://example.com"}]}
+    assert find_leaks(body) == []
