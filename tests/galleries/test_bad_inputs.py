@@ -1,0 +1,91 @@
+"""The bad-input catalogue: each case gets a clear 4xx and writes nothing."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from galleries.models import Blob, GalleryItem, PendingOperation
+
+from . import images
+from .test_svg import BAD as BAD_SVG
+
+FILES = {
+    "text file": b"just some text",
+    "pdf": b"%PDF-1.4\n%...",
+    "gzip": b"\x1f\x8b\x08\x00\x00\x00\x00\x00",
+    "truncated png": images.png()[:200],
+    "tiny png": images.png((100, 100)),
+    "too wide png": images.png((5000, 400)),
+    "animated gif": images.animated_gif(),
+    "over 5 MiB": images.png() + b"\x00" * (5 * 1024 * 1024),
+    "empty": b"",
+    **{f"svg: {name}": data for name, data in BAD_SVG.items()},
+}
+
+
+def assert_nothing_written(media):
+    assert PendingOperation.objects.count() == 0
+    assert Blob.objects.count() == 0 and GalleryItem.objects.count() == 0
+    assert not [p for p in media.rglob("*") if p.is_file() and "captured" not in p.parts]
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_bad_workspace_file(gs, _isolated_storage, name):
+    path = gs.write(f"bad-{abs(hash(name))}.png", FILES[name])
+    response = gs.prepare(source="workspace", workspace_paths=[gs.write_many(1)[0], path])
+    assert 400 <= response.status_code < 500, response.content
+    assert response.json()["error"]["details"]["fields"] == ["workspace_paths[1]"]
+    assert_nothing_written(_isolated_storage)
+
+
+@pytest.mark.parametrize("arguments", [
+    {"source": "workspace", "workspace_paths": []},
+    {"source": "workspace", "workspace_paths": ["a.png", "a.png"]},
+    {"source": "workspace", "workspace_paths": [f"{i}.png" for i in range(21)]},
+    {"source": "workspace", "workspace_paths": ["/etc/passwd"]},
+    {"source": "workspace", "workspace_paths": ["../x.png"]},
+    {"source": "workspace", "workspace_paths": ["a\\b.png"]},
+    {"source": "workspace", "workspace_paths": [""]},
+    {"source": "workspace"},
+    {"source": "workspace", "workspace_paths": ["a.png"], "image_ref": "x"},
+    {"source": "image_ref"},
+    {"source": "image_ref", "image_ref": "not-a-ref"},
+    {"source": "attachments", "attachment_indices": [0]},
+    {"source": "attachments", "attachment_indices": [1, 1]},
+    {"source": "attachments", "attachment_indices": []},
+    {"source": "attachments", "attachment_indices": ["1"]},
+    {"source": "attachments", "attachment_indices": [2]},
+    {"source": "ftp"},
+    {},
+    {"source": "workspace", "workspace_paths": ["a.png"], "operation": "op_x"},
+    {"source": "workspace", "workspace_paths": "a.png"},
+])
+def test_bad_prepare_arguments(gs, _isolated_storage, arguments):
+    gs.say("", files=[("a.png", images.png())])
+    response = gs.add(action="prepare", **arguments)
+    assert 400 <= response.status_code < 500, response.content
+    assert response.json()["error"]["code"]
+    assert_nothing_written(_isolated_storage)
+
+
+@pytest.mark.parametrize("arguments", [
+    {"action": "confirm"},
+    {"action": "confirm", "operation": "op_nope"},
+    {"action": "cancel", "operation": "op_nope"},
+    {"action": "confirm", "operation": "op_x", "source": "workspace"},
+    {"action": "delete", "operation": "op_x"},
+])
+def test_bad_confirm_arguments(gs, _isolated_storage, arguments):
+    response = gs.add(**arguments)
+    assert response.status_code in (400, 404), response.content
+    assert_nothing_written(_isolated_storage)
+
+
+def test_symlink_escape_changes_nothing(gs, _isolated_storage, tmp_path):
+    (tmp_path / "secret.png").write_bytes(images.png())
+    os.symlink(tmp_path / "secret.png", gs.workspace / "escape.png")
+    response = gs.prepare(source="workspace", workspace_paths=["escape.png"])
+    assert response.status_code == 422
+    assert "escape" not in response.content.decode()
+    assert_nothing_written(_isolated_storage)
