@@ -15,12 +15,12 @@ _default: Ports | None = None
 
 def _build() -> Ports:
     from galleries.adapters import ExtensionAdapter, GalleryAdapter
-    from groups.adapters import GroupAdapter
+    from groups.adapters import GroupAdapter, GroupMemberAdapter
 
     from .adapters import AccountAdapter
 
     return Ports(accounts=AccountAdapter(), extensions=ExtensionAdapter(), groups=GroupAdapter(),
-                 galleries=GalleryAdapter())
+                 galleries=GalleryAdapter(), group_members=GroupMemberAdapter())
 
 
 def current_ports() -> Ports:

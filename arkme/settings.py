@@ -175,6 +175,9 @@ ARKME_SESSION_IDLE_SECONDS = _env_int("ARKME_SESSION_IDLE_SECONDS", 86400)
 ARKME_ATTACHMENT_MAX_BYTES = _env_int("ARKME_ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024)
 ARKME_MESSAGE_MAX_ATTACHMENTS = _env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)
 ARKME_IDEMPOTENCY_TTL_SECONDS = _env_int("ARKME_IDEMPOTENCY_TTL_SECONDS", 86400)
+# Where people open invitation links: the public address of this service.
+ARKME_PUBLIC_URL = os.environ.get("ARKME_PUBLIC_URL", "http://127.0.0.1:8000").strip().rstrip("/")
+ARKME_INVITATION_TTL_SECONDS = _env_int("ARKME_INVITATION_TTL_SECONDS", 7 * 86400)
 
 # Bodies of JSON requests stay small; files stream to disk through the upload handlers.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
@@ -208,6 +211,7 @@ CELERY_BEAT_SCHEDULE = {
     "arkme-purge-sessions": {"task": "toolregistry.tasks.purge_sessions", "schedule": 600.0},
     "arkme-expire-operations": {"task": "galleries.expire_operations", "schedule": 300.0},
     "arkme-blob-gc": {"task": "galleries.collect_garbage", "schedule": 3600.0},
+    "arkme-redeliver-messages": {"task": "groups.redeliver_messages", "schedule": 120.0},
 }
 
 # --- DRF and the schema ----------------------------------------------------------------

@@ -5,6 +5,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("dsh/v1/", include("toolregistry.api.urls")),
+    path("groups/", include("groups.urls")),
 ]
 
 handler404 = "toolregistry.api.exceptions.not_found"

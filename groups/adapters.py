@@ -1,19 +1,35 @@
 """The group-side Ports, implemented over the group selectors and services."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from arkme.models import Account
 
 from .refs import make_source_ref
 from .selectors import groups_of
+from .services import describe_members_add, group_member_candidates, group_members_add
+
+
+def _account(account_pk: int) -> Account:
+    return Account.objects.get(pk=account_pk)
 
 
 class GroupAdapter:
     def groups_with_source_refs(self, *, account_pk: int) -> list[dict[str, Any]]:
-        account = Account.objects.get(pk=account_pk)
+        account = _account(account_pk)
         return [
             {"name": group.name, "source_ref": make_source_ref(
                 account_public_id=account.public_id, group_public_id=group.public_id)}
             for group in groups_of(account)
         ]
+
+
+class GroupMemberAdapter:
+    def candidates(self, *, account_pk: int, source_ref: str, query: str | None, limit: int) -> dict[str, Any]:
+        return group_member_candidates(account=_account(account_pk), source_ref=source_ref, query=query, limit=limit)
+
+    def add_members(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> dict[str, Any]:
+        return group_members_add(account=_account(account_pk), source_ref=source_ref, candidate_refs=candidate_refs)
+
+    def describe_add(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]:
+        return describe_members_add(account=_account(account_pk), source_ref=source_ref, candidate_refs=candidate_refs)

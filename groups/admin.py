@@ -1,6 +1,20 @@
-from django.contrib import admin
+"""Staff pages: groups with members, private chats (read-only), invitations, join requests."""
+from __future__ import annotations
 
-from .models import Group, Membership, PrivateChat
+from django.contrib import admin, messages
+
+from arkme.errors import ArkmeError
+
+from .models import ChatMessage, Group, Invitation, JoinRequest, JoinRequestStatus, Membership, PrivateChat
+from .services import join_request_decide
+
+
+class ReadOnly(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 class MembershipInline(admin.TabularInline):
@@ -18,13 +32,62 @@ class GroupAdmin(admin.ModelAdmin):
     inlines = [MembershipInline]
 
 
+class ChatMessageInline(admin.TabularInline):
+    model = ChatMessage
+    fields = ("sender", "text", "created_at", "delivered_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(PrivateChat)
-class PrivateChatAdmin(admin.ModelAdmin):
+class PrivateChatAdmin(ReadOnly):
     list_display = ("public_id", "account_low", "account_high", "last_activity_at")
     search_fields = ("public_id", "account_low__display_name", "account_high__display_name")
+    inlines = [ChatMessageInline]
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_staff
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ReadOnly):
+    list_display = ("group", "invitee", "inviter", "status", "created_at", "expires_at", "used_at")
+    list_filter = ("status", "group")
+    search_fields = ("group__name", "invitee__display_name")
+    # The token is never shown: only its hash is stored, and that is not shown either.
+    fields = ("group", "invitee", "inviter", "status", "created_at", "expires_at", "used_at")
+    readonly_fields = fields
+
+
+@admin.register(JoinRequest)
+class JoinRequestAdmin(admin.ModelAdmin):
+    list_display = ("account", "group", "status", "created_at", "decided_at", "decided_by")
+    list_filter = ("status", "group")
+    search_fields = ("account__display_name", "group__name")
+    readonly_fields = ("group", "account", "invitation", "status", "created_at", "decided_at", "decided_by")
+    actions = ["approve", "decline"]
 
     def has_add_permission(self, request):
         return False
 
-    def has_change_permission(self, request, obj=None):
-        return False
+    def _decide(self, request, queryset, approve: bool) -> None:
+        done = 0
+        for join_request in queryset.filter(status=JoinRequestStatus.PENDING):
+            try:
+                join_request_decide(request_id=join_request.pk, approve=approve, by=request.user.get_username())
+                done += 1
+            except ArkmeError as error:
+                self.message_user(request, error.message, messages.WARNING)
+        self.message_user(request, f"{'Approved' if approve else 'Declined'} {done} request(s).")
+
+    @admin.action(description="Approve the selected join requests")
+    def approve(self, request, queryset):
+        self._decide(request, queryset, True)
+
+    @admin.action(description="Decline the selected join requests")
+    def decline(self, request, queryset):
+        self._decide(request, queryset, False)

@@ -72,3 +72,78 @@ class PrivateChat(models.Model):
 
     def other(self, account: Account) -> Account:
         return self.account_high if self.account_low_id == account.pk else self.account_low
+
+
+class ChatMessage(models.Model):
+    """A message in a private chat. Invitation links arrive this way, delivered by a task."""
+
+    chat = models.ForeignKey(PrivateChat, on_delete=models.CASCADE, related_name="messages")
+    sender = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"message in {self.chat}"
+
+
+class InvitationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    REVOKED = "revoked", "Revoked"
+
+
+class Invitation(models.Model):
+    """A private, single-use link to join an approval group, bound to group and invitee.
+
+    Only a hash of the token is stored; the link exists in the invitee's private chat.
+    """
+
+    group = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="invitations")
+    invitee = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="invitations")
+    inviter = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    status = models.CharField(max_length=10, choices=InvitationStatus.choices, default=InvitationStatus.PENDING)
+    message = models.ForeignKey(ChatMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "invitee"], condition=Q(status="pending"),
+                                    name="one_pending_invitation_per_invitee"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.invitee} to {self.group} ({self.status})"
+
+
+class JoinRequestStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    DECLINED = "declined", "Declined"
+
+
+class JoinRequest(models.Model):
+    group = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="join_requests")
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="join_requests")
+    invitation = models.ForeignKey(Invitation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=JoinRequestStatus.choices, default=JoinRequestStatus.PENDING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=150, blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "account"], condition=Q(status="pending"),
+                                    name="one_pending_join_request"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.account} → {self.group} ({self.status})"

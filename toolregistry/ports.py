@@ -44,9 +44,18 @@ class GalleryPort(Protocol):
     def describe_reorder(self, *, account_pk: int, extension: str, order: Sequence[str]) -> tuple[str, str]: ...
 
 
+class GroupMemberPort(Protocol):
+    def candidates(self, *, account_pk: int, source_ref: str, query: str | None, limit: int) -> dict[str, Any]: ...
+
+    def add_members(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> dict[str, Any]: ...
+
+    def describe_add(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]: ...
+
+
 @dataclass(frozen=True)
 class Ports:
     accounts: AccountPort
     extensions: ExtensionPort
     groups: GroupPort
     galleries: GalleryPort
+    group_members: GroupMemberPort

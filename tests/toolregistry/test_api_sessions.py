@@ -8,9 +8,10 @@ from toolregistry.models import AgentSession
 from ..conftest import make_dsh
 
 SYSTEM = ["arkme_context", "arkme_id_change"]
-BUSINESS_CORE = SYSTEM + ["arkme_extension_preview_delete", "arkme_extension_preview_reorder"]
+GROUPS = ["arkme_group_member_candidates", "arkme_group_member_add"]
+BUSINESS_CORE = SYSTEM + ["arkme_extension_preview_delete", "arkme_extension_preview_reorder"] + GROUPS
 BUSINESS_ALL = SYSTEM + ["arkme_extension_preview_add", "arkme_extension_preview_delete",
-                         "arkme_extension_preview_reorder"]
+                         "arkme_extension_preview_reorder"] + GROUPS
 
 
 def tool_names(view):
@@ -19,7 +20,7 @@ def tool_names(view):
 
 def test_catalog_lists_every_module_and_the_profiles(dsh):
     body = dsh.get("catalog").json()
-    assert [t["name"] for t in body["tools"]][:5] == BUSINESS_ALL
+    assert [t["name"] for t in body["tools"]] == BUSINESS_ALL
     assert body["tools"][1]["id"] == "arkme.id.change@1"
     assert body["tools"][2] | {"profiles": None} == {
         "name": "arkme_extension_preview_add", "id": "arkme.extension_preview.add@1", "kind": "business",

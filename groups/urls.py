@@ -1,0 +1,9 @@
+from django.urls import path
+
+from . import views
+
+app_name = "groups"
+
+urlpatterns = [
+    path("join/<str:token>", views.join, name="join"),
+]

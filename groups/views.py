@@ -1,0 +1,50 @@
+"""The invitation page: the signed-in invitee asks to join; an admin approves later."""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from arkme.errors import Forbidden
+
+from .models import InvitationStatus
+from .services import InvitationUnusable, invitation_accept, invitation_for_token
+
+
+def _account(request: HttpRequest):
+    account = getattr(request.user, "arkme_account", None)
+    if account is None or not account.is_active:
+        raise PermissionDenied
+    return account
+
+
+def _unusable(request: HttpRequest, reason: str) -> HttpResponse:
+    return render(request, "groups/join_unusable.html", {"reason": reason}, status=410)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def join(request: HttpRequest, token: str) -> HttpResponse:
+    account = _account(request)
+    try:
+        invitation = invitation_for_token(token)
+    except InvitationUnusable as exc:
+        return _unusable(request, str(exc))
+    if invitation.invitee_id != account.pk:
+        raise PermissionDenied
+    if request.method == "GET":
+        if invitation.status != InvitationStatus.PENDING:
+            return _unusable(request, "This invitation link has already been used.")
+        if invitation.expires_at <= timezone.now():
+            return _unusable(request, "This invitation link has expired.")
+        return render(request, "groups/join.html", {"group": invitation.group, "invitation": invitation})
+    try:
+        join_request = invitation_accept(token=token, account=account)
+    except Forbidden as exc:
+        raise PermissionDenied from exc
+    except InvitationUnusable as exc:
+        return _unusable(request, str(exc))
+    return render(request, "groups/join_done.html", {"group": invitation.group, "join_request": join_request})
