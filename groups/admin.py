@@ -1,6 +1,8 @@
 """Staff pages: groups with members, private chats (read-only), invitations, join requests."""
 from __future__ import annotations
 
+import re
+
 from django.contrib import admin, messages
 
 from arkme.errors import ArkmeError
@@ -32,15 +34,23 @@ class GroupAdmin(admin.ModelAdmin):
     inlines = [MembershipInline]
 
 
+INVITATION_LINK = re.compile(r"\S+/groups/join/\S+")
+
+
 class ChatMessageInline(admin.TabularInline):
     model = ChatMessage
-    fields = ("sender", "text", "created_at", "delivered_at")
+    fields = ("sender", "shown_text", "created_at", "delivered_at")
     readonly_fields = fields
     extra = 0
     can_delete = False
 
     def has_add_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="text")
+    def shown_text(self, obj):
+        # An invitation link is the invitee's alone; staff see that one was sent.
+        return INVITATION_LINK.sub("[invitation link]", obj.text)
 
 
 @admin.register(PrivateChat)

@@ -1,0 +1,100 @@
+"""arkme_group_member_candidates."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from arkme.models import Account
+from groups.models import Membership, PrivateChat
+from groups.selectors import candidate_chats
+from groups.services import membership_ensure, private_chat_ensure
+
+
+def names(result):
+    return [c["display_name"] for c in result["candidates"]]
+
+
+def test_candidates_are_chat_partners_who_are_not_members(candidates, world):
+    result = candidates("open-group")
+    assert set(names(result)) == {"Carol", "Dave"}  # bob is already a member
+    assert result["group"] == {"name": "open-group", "join_policy": "open", "member_count": 2}
+    assert result["truncated"] is False
+    assert set(result["candidates"][0]) == {"candidate_ref", "display_name"}
+    assert set(names(candidates("approval-group"))) == {"Bob", "Carol", "Dave"}
+
+
+def test_newest_chat_activity_first(candidates, world):
+    now = timezone.now()
+    for offset, person in enumerate((world.dave, world.bob, world.carol)):
+        chat = private_chat_ensure(a=world.alice, b=person)
+        PrivateChat.objects.filter(pk=chat.pk).update(last_activity_at=now - timedelta(minutes=offset))
+    assert names(candidates("approval-group")) == ["Dave", "Bob", "Carol"]
+
+
+def test_deactivated_people_are_left_out(candidates, world):
+    Account.objects.filter(pk=world.carol.pk).update(is_active=False)
+    assert names(candidates("open-group")) == ["Dave"]
+
+
+def test_query_is_case_insensitive_on_display_name(candidates):
+    assert names(candidates("approval-group", query="CAR")) == ["Carol"]
+    assert names(candidates("approval-group", query="zzz")) == []
+
+
+def test_limit_and_truncated(candidates):
+    result = candidates("approval-group", limit=2)
+    assert len(result["candidates"]) == 2 and result["truncated"] is True
+    assert candidates("approval-group", limit=3)["truncated"] is False
+
+
+@pytest.mark.parametrize("arguments,field", [({"limit": 0}, "limit"), ({"limit": 101}, "limit"),
+                                             ({"query": "x" * 101}, "query"), ({"other": 1}, "other")])
+def test_bad_arguments_are_400(dsh, alice_session, refs, arguments, field):
+    response = dsh.execute(alice_session, "arkme_group_member_candidates", {"source_ref": refs["open-group"], **arguments})
+    assert response.status_code == 400 and field in response.json()["error"]["details"]["fields"]
+
+
+@pytest.mark.parametrize("ref,code,status", [("grp_raw", "invalid_source_ref", 400), ("", "invalid_arguments", 400)])
+def test_bad_source_ref_refuses_the_whole_call(dsh, alice_session, ref, code, status):
+    response = dsh.execute(alice_session, "arkme_group_member_candidates", {"source_ref": ref})
+    assert response.status_code == status and response.json()["error"]["code"] == code
+
+
+def test_another_accounts_source_ref_is_refused(dsh, world, refs):
+    bob_session = dsh.open_session(world.bob)["session"]
+    response = dsh.execute(bob_session, "arkme_group_member_candidates", {"source_ref": refs["open-group"]})
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_source_ref"
+
+
+def test_a_former_member_is_refused(dsh, alice_session, refs, world):
+    Membership.objects.filter(group=world.open_group, account=world.alice).delete()
+    response = dsh.execute(alice_session, "arkme_group_member_candidates", {"source_ref": refs["open-group"]})
+    assert response.status_code == 403 and response.json()["error"]["code"] == "not_a_member"
+
+
+def _world_of(chats: int, members: int):
+    me = Account.objects.create(display_name="Me")
+    from groups.models import Group
+    group = Group.objects.create(name="g")
+    membership_ensure(group=group, account=me)
+    people = Account.objects.bulk_create([Account(display_name=f"P{i}", arkme_id=f"p{i:07d}x") for i in range(chats)])
+    now = timezone.now()
+    PrivateChat.objects.bulk_create([
+        PrivateChat(account_low=min(me, p, key=lambda a: a.pk), account_high=max(me, p, key=lambda a: a.pk),
+                    last_activity_at=now - timedelta(seconds=i)) for i, p in enumerate(people)])
+    Membership.objects.bulk_create([Membership(group=group, account=p) for p in people[:members]])
+    return me, group
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("chats,members", [(1, 0), (1000, 500)])
+def test_candidate_discovery_is_one_query(chats, members):
+    me, group = _world_of(chats, members)
+    with CaptureQueriesContext(connection) as queries:
+        rows = candidate_chats(me, group, query=None, limit=50)
+    assert len(queries) == 1
+    assert len(rows) == min(51, chats - members)
