@@ -6,4 +6,5 @@ app_name = "groups"
 
 urlpatterns = [
     path("join/<str:token>", views.join, name="join"),
+    path("chats/", views.chats, name="chats"),
 ]

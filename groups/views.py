@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods
 from arkme.errors import Forbidden
 
 from .models import InvitationStatus
+from .selectors import chats_of
 from .services import InvitationUnusable, invitation_accept, invitation_for_token
 
 
@@ -48,3 +49,15 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     except InvitationUnusable as exc:
         return _unusable(request, str(exc))
     return render(request, "groups/join_done.html", {"group": invitation.group, "join_request": join_request})
+
+
+@login_required
+@require_http_methods(["GET"])
+def chats(request: HttpRequest) -> HttpResponse:
+    """The signed-in person's private chats and their delivered messages."""
+    account = _account(request)
+    conversations = []
+    for chat in chats_of(account).select_related("account_low", "account_high").order_by("-last_activity_at"):
+        delivered = chat.messages.filter(delivered_at__isnull=False).select_related("sender").order_by("id")
+        conversations.append({"with": chat.other(account), "messages": list(delivered)})
+    return render(request, "groups/chats.html", {"conversations": conversations})

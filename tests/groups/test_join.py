@@ -139,3 +139,9 @@ def test_private_chat_page_redacts_the_invitation_link(link, world):
     page = staff.get(f"/admin/groups/privatechat/{chat.pk}/change/").content.decode()
     assert "[invitation link]" in page and link.rsplit("/", 1)[1] not in page
     assert PrivateChat.objects.count() == 3
+
+
+def test_the_invitee_finds_the_link_in_their_chats_page(link, world):
+    page = login(world.dave).get("/groups/chats/").content.decode()
+    assert link in page and "Alice" in page
+    assert link not in login(world.carol).get("/groups/chats/").content.decode()
