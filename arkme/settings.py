@@ -242,6 +242,8 @@ SPECTACULAR_SETTINGS = {
         "toolregistry.api.schema.add_tool_schemas",
     ],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Tool input schemas are JSON Schema 2020-12, which OpenAPI 3.1 embeds as it is.
+    "OAS_VERSION": "3.1.0",
     "ENUM_NAME_OVERRIDES": {"PhaseEnum": ["core", "attachments"]},
 }
 

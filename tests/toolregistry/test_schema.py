@@ -10,7 +10,7 @@ def test_schema_has_every_endpoint_and_tool_schema(db):
     response = APIClient().get("/dsh/v1/schema/?format=json")
     assert response.status_code == 200
     schema = response.json()
-    assert schema["openapi"].startswith("3.")
+    assert schema["openapi"].startswith("3.1")
     paths = schema["paths"]
     expected = {
         "/dsh/v1/catalog": {"get"},
@@ -30,3 +30,11 @@ def test_schema_has_every_endpoint_and_tool_schema(db):
     assert len(execute["oneOf"]) == len(CATALOG.modules)
     assert schema["components"]["securitySchemes"]["dshClientKey"]["scheme"] == "bearer"
     assert "409" in paths["/dsh/v1/sessions/{session}/tools/{name}/execute"]["post"]["responses"]
+
+
+def test_schema_is_valid_openapi_3_1(db):
+    from drf_spectacular.validation import validate_schema
+
+    schema = APIClient().get("/dsh/v1/schema/?format=json").json()
+    assert schema["openapi"] == "3.1.0"
+    validate_schema(schema)  # raises on an invalid document
