@@ -56,10 +56,15 @@ class LeakLedger:
     def __init__(self) -> None:
         self.bodies: list[tuple[str, object]] = []
         self.secrets: set[str] = set()
+        self.account_ids: set[str] = set()
+        self.scanned = 0
+        self.found = 0
 
     def record(self, path: str, response) -> None:
         if response.get("Content-Type", "").startswith("application/json") and response.content:
             self.bodies.append((path, response.json()))
+            # Raw account ids, to look for inside decoded refs.
+            self.account_ids.update(str(pk) for pk in Account.objects.values_list("pk", flat=True))
 
 
 LEDGER = LeakLedger()
@@ -72,8 +77,12 @@ def leak_guard():
 
     LEDGER.bodies.clear()
     LEDGER.secrets.clear()
+    LEDGER.account_ids.clear()
     yield LEDGER
-    leaks = [f"{path}: {leak}" for path, body in LEDGER.bodies for leak in find_leaks(body, LEDGER.secrets)]
+    leaks = [f"{path}: {leak}" for path, body in LEDGER.bodies
+             for leak in find_leaks(body, LEDGER.secrets, LEDGER.account_ids)]
+    LEDGER.scanned += len(LEDGER.bodies)
+    LEDGER.found += len(leaks)
     assert not leaks, "responses leaked:\n" + "\n".join(leaks[:20])
 
 

@@ -29,3 +29,13 @@ def test_handles_and_static_texts_are_not_flagged():
     ref = "eyJnIjoiZ3JwX3gifQ:" + "x" * 120
     body = {"result": {"groups": [{"source_ref": ref}]}, "tools": [{"description": "see https://example.com"}]}
     assert find_leaks(body) == []
+
+
+def test_account_ids_inside_signed_refs_are_found():
+    from django.core import signing
+    bad = signing.dumps({"c": "chat_x", "u": "acc_abcdefghij0123456789"}, salt="x")
+    assert find_leaks({"result": {"candidates": [{"candidate_ref": bad}]}})
+    raw_pk = signing.dumps({"g": "grp_x", "owner": 42}, salt="x")
+    assert find_leaks({"result": {"source_ref": raw_pk}}, account_ids=["42"])
+    good = signing.dumps({"g": "grp_abc"}, salt="x")
+    assert find_leaks({"result": {"source_ref": good}}, account_ids=["1", "2"]) == []
