@@ -32,7 +32,9 @@ test: $(VENV)/.test
 	$(BIN)/lint-imports
 	$(BIN)/python manage.py check --fail-level WARNING
 	$(BIN)/python manage.py makemigrations --check --dry-run -v0
+	rm -f var/reliability.json
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m tests.figures
 
 bench: export DJANGO_SECRET_KEY ?= bench-only-secret-key
 bench: $(VENV)/.test

@@ -225,3 +225,19 @@ def s3(settings, moto_endpoint, request):
     settings.ARKME_STORAGE = "s3"
     settings.STORAGES = {**settings.STORAGES, "default": blob, "blobs": blob}
     return bucket
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The reliability figures, written to var/reliability.json (`make test` prints them last)."""
+    from pathlib import Path
+
+    from . import figures
+    from .test_cross_account import MATRIX_RESULTS
+
+    figures.add("leak_responses_scanned", LEDGER.scanned)
+    figures.add("leaks_found", LEDGER.found)
+    if MATRIX_RESULTS:
+        refused = sum(1 for _, ok in MATRIX_RESULTS if ok)
+        figures.FIGURES["cross_account_cases"] = len(MATRIX_RESULTS)
+        figures.FIGURES["cross_account_refused_percent"] = round(100 * refused / len(MATRIX_RESULTS), 1)
+    figures.write(Path(__file__).resolve().parent.parent / "var" / "reliability.json")

@@ -25,6 +25,9 @@ FILES = {
 
 
 def assert_nothing_written(media):
+    from .. import figures
+
+    figures.add("bad_inputs_tried")
     assert PendingOperation.objects.count() == 0
     assert Blob.objects.count() == 0 and GalleryItem.objects.count() == 0
     assert not [p for p in media.rglob("*") if p.is_file() and "captured" not in p.parts]

@@ -1,0 +1,34 @@
+"""Figures of the reliability suite, gathered over a run and written to var/ at its end."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+FIGURES: dict[str, float] = defaultdict(float)
+
+
+def add(name: str, amount: float = 1) -> None:
+    FIGURES[name] += amount
+
+
+def write(path: Path) -> dict:
+    data = {key: FIGURES[key] for key in sorted(FIGURES)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existing = json.loads(path.read_text()) if path.exists() else {}
+    existing.update(data)
+    path.write_text(json.dumps(existing, indent=2, sort_keys=True) + "\n")
+    return existing
+
+
+def main() -> None:
+    path = Path(__file__).resolve().parent.parent / "var" / "reliability.json"
+    if not path.exists():
+        return
+    print("reliability figures (var/reliability.json):")
+    for key, value in sorted(json.loads(path.read_text()).items()):
+        print(f"  {key}: {value:g}" if isinstance(value, (int, float)) else f"  {key}: {value}")
+
+
+if __name__ == "__main__":
+    main()
