@@ -1,0 +1,77 @@
+"""S3 over HTTP (moto's standalone server): a put failing at each position of a 20-image
+confirm leaves the gallery unchanged, a retry stores only what is missing, and garbage
+collection leaves no orphan."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import boto3
+import pytest
+from django.conf import settings
+
+from galleries import blobstore
+from galleries.blobs import blobs_collect_garbage
+from galleries.blobstore import blob_key
+from galleries.models import Blob, Extension, Gallery, OperationStatus, PendingOperation
+from galleries.services import extension_create
+
+from .. import figures
+from ..galleries import images
+
+pytestmark = [pytest.mark.s3, pytest.mark.django_db]
+BATCH = 20
+
+
+def bucket_keys(bucket: str) -> list[str]:
+    client = boto3.client("s3", endpoint_url=settings.STORAGES["blobs"]["OPTIONS"]["endpoint_url"], region_name="us-east-1")
+    return sorted(o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+                  for o in page.get("Contents", []))
+
+
+def test_a_failed_put_at_every_position_is_recovered(s3, gs, world, monkeypatch, django_capture_on_commit_callbacks):
+    real_put = blobstore.BlobStore._put_s3
+    recovered = 0
+    for k in range(1, BATCH + 1):
+        ext = extension_create(owner=world.alice, name=f"fault-{k}")
+        gs.extension = ext.public_id
+        paths = [gs.write(f"k{k}/{i}.png", images.png((400, 400), (k, i, 200))) for i in range(BATCH)]
+        operation = gs.prepare(source="workspace", workspace_paths=paths).json()["result"]["operation"]
+        gs.say("确认")
+        puts = {"n": 0}
+
+        def failing(self, key, data, k=k, puts=puts):
+            if key.startswith("blobs/"):
+                puts["n"] += 1
+                if puts["n"] == k:
+                    raise ConnectionError("S3 went away")
+            return real_put(self, key, data)
+
+        monkeypatch.setattr(blobstore.BlobStore, "_put_s3", failing)
+        failed = gs.confirm(operation)
+        gallery = Gallery.objects.get(extension=ext)
+        unchanged = (failed.status_code == 503 and gallery.revision == 0 and not gallery.items.exists()
+                     and PendingOperation.objects.get(public_id=operation).status == OperationStatus.PENDING)
+        retry_puts = []
+        monkeypatch.setattr(blobstore.BlobStore, "_put_s3",
+                            lambda self, key, data: retry_puts.append(key) or real_put(self, key, data))
+        done = gs.confirm(operation)
+        # Every put but the failed one went through the first time: the retry stores one blob.
+        stored_only_missing = len([key for key in retry_puts if key.startswith("blobs/")]) == 1
+        complete = done.status_code == 200 and done.json()["result"]["added"] == BATCH
+        if unchanged and stored_only_missing and complete:
+            recovered += 1
+        assert unchanged, (k, failed.content)
+        assert stored_only_missing, (k, retry_puts)
+        assert complete, (k, done.content)
+    figures.add("s3_fault_positions", BATCH)
+    figures.add("s3_fault_recovered", recovered)
+
+    # Empty every gallery, collect garbage: what is left in the bucket is exactly what rows know.
+    Extension.objects.filter(name__startswith="fault-").delete()
+    Blob.objects.update(created_at=Blob.objects.first().created_at - timedelta(days=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        blobs_collect_garbage(grace=timedelta(0))
+    left = bucket_keys(s3)
+    orphans = [key for key in left if key not in {blob_key(b.sha256) for b in Blob.objects.all()}]
+    figures.add("s3_orphans", len(orphans))
+    assert orphans == [] and not [key for key in left if key.startswith("staging/")]
