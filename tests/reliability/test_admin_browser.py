@@ -1,0 +1,110 @@
+"""The admin in a real browser: Debian's Chromium driven by Selenium against a live server."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.staticfiles.testing import StaticLiveServerTestCase
+
+from arkme.models import Account
+from galleries.blobs import blobs_store_missing
+from galleries.models import Blob, GalleryItem, PendingOperation
+from galleries.pipeline import process_image
+from galleries.services import extension_create
+from groups.models import Group, JoinPolicy, JoinRequest, Membership
+
+from .. import figures
+from ..conftest import require_service
+from ..galleries import images
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+class AdminInABrowser(StaticLiveServerTestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_service("Chromium", bool(CHROMIUM and CHROMEDRIVER), "apt-get install chromium chromium-driver")
+        super().setUpClass()
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                     "--no-first-run", "--disable-quic", f"--user-data-dir=/tmp/arkme-chromium-{os.getpid()}"):
+            options.add_argument(flag)
+        cls.browser = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        cls.browser.implicitly_wait(5)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.browser.quit()
+        super().tearDownClass()
+
+    def setUp(self):
+        User = get_user_model()
+        User.objects.create_superuser("staff", "staff@example.com", "staff-pass-123")
+        User.objects.create_user("plain", password="plain-pass-123")
+        alice = Account.objects.create(display_name="Alice")
+        self.extension = extension_create(owner=alice, name="alice-ext")
+        shots = [process_image(images.png((400, 400), (200, 20 * i, 20))) for i in range(3)]
+        blobs_store_missing(shots)
+        for position, shot in enumerate(shots, start=1):
+            GalleryItem.objects.create(gallery=self.extension.gallery, blob=Blob.objects.get(sha256=shot.sha256),
+                                       position=position)
+        dave = Account.objects.create(display_name="Dave")
+        group = Group.objects.create(name="approval-group", join_policy=JoinPolicy.APPROVAL)
+        self.join_request = JoinRequest.objects.create(group=group, account=dave)
+
+    def sign_in(self, username, password):
+        from selenium.webdriver.common.by import By
+
+        self.browser.delete_all_cookies()
+        self.browser.get(f"{self.live_server_url}/admin/login/?next=/admin/")
+        self.browser.find_element(By.NAME, "username").send_keys(username)
+        self.browser.find_element(By.NAME, "password").send_keys(password)
+        self.browser.find_element(By.CSS_SELECTOR, "input[type=submit], button[type=submit]").click()
+        # The next page has loaded once the login form's page is gone or shows its error.
+        self.wait_for(lambda b: "/admin/login/" not in b.current_url or "errornote" in b.page_source)
+
+    def wait_for(self, condition):
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(self.browser, 15).until(condition)
+
+    def test_staff_sees_thumbnails_filters_operations_and_approves_a_join_request(self):
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import Select
+
+        self.sign_in("staff", "staff-pass-123")
+        self.browser.get(f"{self.live_server_url}/admin/galleries/extension/{self.extension.pk}/change/")
+        widths = self.browser.execute_script(
+            "return Array.from(document.querySelectorAll('img[src*=\"/image/\"]'))"
+            ".map(i => i.complete ? i.naturalWidth : -1);")
+        self.assertEqual(len(widths), 3)
+        self.assertTrue(all(width > 0 for width in widths), widths)
+        figures.add("browser_thumbnails_loaded", len(widths))
+
+        self.browser.get(f"{self.live_server_url}/admin/galleries/pendingoperation/")
+        self.browser.find_element(By.LINK_TEXT, "Pending").click()
+        self.wait_for(lambda b: "status__exact=pending" in b.current_url)
+        self.assertEqual(PendingOperation.objects.count(), 0)
+
+        self.browser.get(f"{self.live_server_url}/admin/groups/joinrequest/")
+        self.browser.find_element(By.CSS_SELECTOR, f"input[name=_selected_action][value='{self.join_request.pk}']").click()
+        Select(self.browser.find_element(By.NAME, "action")).select_by_value("approve")
+        self.browser.find_element(By.NAME, "index").click()
+        self.wait_for(lambda b: "Approved 1 request" in b.page_source)
+        self.assertTrue(Membership.objects.filter(group=self.join_request.group, account=self.join_request.account).exists())
+
+    def test_a_non_staff_user_is_turned_away(self):
+        self.sign_in("plain", "plain-pass-123")
+        self.assertIn("/admin/login/", self.browser.current_url)
+        self.assertIn("staff account", self.browser.page_source)
+        self.browser.get(f"{self.live_server_url}/admin/galleries/blob/{Blob.objects.first().pk}/image/")
+        self.assertIn("/admin/login/", self.browser.current_url)
