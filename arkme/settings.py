@@ -6,6 +6,7 @@ local files and in-process tasks, so that ``make run`` needs no other service.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -204,7 +205,17 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or (
     else CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "rpc://"
 )
 CELERY_RESULT_EXPIRES = 3600
-CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5}
+# A task whose worker died unacknowledged is delivered again after the visibility timeout.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "max_retries": 1, "interval_start": 0, "interval_step": 0.5,
+    "visibility_timeout": _env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+}
+if os.environ.get("CELERY_BROKER_TRANSPORT_OPTIONS", "").strip():
+    # e.g. {"unacked_restore_interval": 1} for a faster sweep of abandoned messages on Redis.
+    try:
+        CELERY_BROKER_TRANSPORT_OPTIONS.update(json.loads(os.environ["CELERY_BROKER_TRANSPORT_OPTIONS"]))
+    except (ValueError, TypeError) as exc:
+        raise ImproperlyConfigured("CELERY_BROKER_TRANSPORT_OPTIONS must be a JSON object") from exc
 ARKME_TASK_WAIT_SECONDS = _env_int("ARKME_TASK_WAIT_SECONDS", 60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {

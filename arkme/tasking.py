@@ -54,8 +54,10 @@ def wait(result, *, timeout: float) -> Any:
     try:
         answer = result.get(timeout=timeout, propagate=True, disable_sync_subtasks=False)
     except CeleryTimeout as exc:
+        logger.warning("task %s did not finish within %ss", getattr(result, "id", "?"), timeout)
         raise QueueUnavailable("The task did not finish in time; try again.") from exc
     except (OperationalError, OSError) as exc:
+        logger.warning("result backend unavailable: %s", exc)
         raise QueueUnavailable() from exc
     return _unwrap(answer)
 
