@@ -2,6 +2,7 @@
 OpenAPI schema; no case may produce a server error or a response outside the schema."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 import pytest
@@ -27,15 +28,39 @@ def _pick(case, choices):
     return choices[digest[0] % len(choices)] if digest[1] % 4 else None  # a quarter stay fully random
 
 
+@contextlib.contextmanager
+def requests_keep_the_connection():
+    """Like Django's test client: a request must not close the test's connection when it ends.
+    (The test client reconnects this handler after each of its own requests, so this wraps only
+    the fuzzing.)"""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
 def test_no_server_errors_and_responses_match_the_schema(world, settings):
     dsh = make_dsh("fuzzer")
     view = dsh.open_session(world.alice, workspace="fuzz")
     session = view["session"]
     dsh.put(f"sessions/{session}/phases/attachments")
-    schema = schemathesis.openapi.from_wsgi("/dsh/v1/schema/?format=json", application)
     headers = {"Authorization": f"Bearer {dsh.key}"}
     counted = {"cases": 0, "failures": 0}
+    with requests_keep_the_connection():
+        fuzz(world, session, headers, counted)
+    figures.add("fuzz_cases", counted["cases"])
+    figures.add("fuzz_server_errors_or_mismatches", counted["failures"])
+    assert counted["cases"] >= 1000
 
+
+def fuzz(world, session: str, headers: dict, counted: dict) -> None:
+    schema = schemathesis.openapi.from_wsgi("/dsh/v1/schema/?format=json", application)
     for result in schema.get_all_operations():
         operation = result.ok()
         name = operation.definition.raw.get("operationId", "")
@@ -59,6 +84,3 @@ def test_no_server_errors_and_responses_match_the_schema(world, settings):
                 raise
 
         run()
-    figures.add("fuzz_cases", counted["cases"])
-    figures.add("fuzz_server_errors_or_mismatches", counted["failures"])
-    assert counted["cases"] >= 1000
