@@ -51,22 +51,42 @@ def blob_promote(*, sha256: str, width: int, height: int, format: str) -> dict:
     return {"sha256": sha256, "created": created}
 
 
-def blobs_store_missing(images: Sequence[ProcessedImage], *, timeout: float | None = None) -> int:
-    """Stage and store every image not yet stored; a partial failure retries only the missing."""
+@dataclass(frozen=True)
+class StagedImage:
+    """An image whose bytes wait in staging (or are already stored): its address and size."""
+
+    sha256: str
+    width: int
+    height: int
+    format: str
+    stored: bool
+
+
+def blob_stage(image: ProcessedImage) -> StagedImage:
+    """Put an image's bytes where the store task finds them, unless it is stored already."""
+    stored = Blob.objects.filter(sha256=image.sha256).exists()
+    if not stored:
+        blob_store().put_if_absent(staging_key(image.sha256), image.data)
+    return StagedImage(image.sha256, image.width, image.height, image.format, stored)
+
+
+def blobs_store_staged(images: Sequence[StagedImage], *, timeout: float | None = None) -> int:
+    """Store every staged image (a task each, idempotent); a partial failure retries only the
+    missing. Returns how many were stored."""
     from django.conf import settings
 
     from .tasks import store_blob
 
-    stored = set(Blob.objects.filter(sha256__in=[i.sha256 for i in images]).values_list("sha256", flat=True))
-    missing = {image.sha256: image for image in images if image.sha256 not in stored}
-    store = blob_store()
-    pending = []
-    for image in missing.values():
-        store.put_if_absent(staging_key(image.sha256), image.data)
-        pending.append(enqueue(store_blob, image.sha256, image.width, image.height, image.format))
+    missing = {image.sha256: image for image in images if not image.stored}
+    pending = [enqueue(store_blob, i.sha256, i.width, i.height, i.format) for i in missing.values()]
     for result in pending:
         wait(result, timeout=timeout or settings.ARKME_TASK_WAIT_SECONDS)
     return len(missing)
+
+
+def blobs_store_missing(images: Sequence[ProcessedImage], *, timeout: float | None = None) -> int:
+    """Stage and store images held in memory (the account library, tests)."""
+    return blobs_store_staged([blob_stage(image) for image in images], timeout=timeout)
 
 
 @dataclass

@@ -21,8 +21,7 @@ from arkme.errors import ArkmeError, Conflict, ContentRejected, NotFound
 from arkme.models import Account
 from toolregistry import conversation
 
-from .blobs import blobs_store_missing
-from .imaging import ProcessedImage
+from .blobs import StagedImage, blob_stage, blobs_store_staged
 from .models import Blob, Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
 from .pipeline import process_image
 from .selectors import extension_for_owner, gallery_shas, gallery_view
@@ -37,12 +36,6 @@ def is_confirmation(text: str) -> bool:
     if text and text[-1] in TRAILING:
         text = text[:-1].rstrip()
     return text == CONFIRMATION
-
-
-@dataclass(frozen=True)
-class Prepared:
-    source: dict
-    image: ProcessedImage
 
 
 def _digest(extension: Extension, handles: list[tuple[dict, str]]) -> str:
@@ -66,10 +59,6 @@ def _expire_if_due(operation: PendingOperation) -> bool:
         _end(operation, OperationStatus.EXPIRED)
         return True
     return False
-
-
-def _read_all(account: Account, session, handles) -> list:
-    return [read_source(account=account, session=session, handle=h, field=f) for h, f in handles]
 
 
 def _images_view(operation: PendingOperation, present: set[str]) -> list[dict[str, Any]]:
@@ -130,13 +119,17 @@ def gallery_prepare_add(*, account: Account, session, extension: str, arguments:
             return operation_view(existing)
         raise Conflict("Another add to this gallery is waiting for confirmation; confirm or cancel it first.",
                        code="operation_pending")
+    # One source at a time: only its fingerprints and size are kept, never its bytes.
     prepared = []
-    for source in _read_all(account, session, handles):
-        prepared.append(Prepared(source={"handle": source.handle, "field": source.field,
-                                         "source_sha256": source.sha256},
-                                 image=process_image(source.data, source.field)))
+    for handle, field in handles:
+        source = read_source(account=account, session=session, handle=handle, field=field)
+        image = process_image(source.data, field)
+        prepared.append({"handle": handle, "field": field, "source_sha256": source.sha256,
+                         "content_sha256": image.sha256, "width": image.width, "height": image.height,
+                         "format": image.format})
+        del source, image
     present = set(gallery_shas(target.gallery))
-    new = {p.image.sha256 for p in prepared} - present
+    new = {p["content_sha256"] for p in prepared} - present
     _check_capacity(len(present), len(new))
     latest = conversation.latest_message(session.pk)
     try:
@@ -145,8 +138,7 @@ def gallery_prepare_add(*, account: Account, session, extension: str, arguments:
                 account=account, extension=target, session=session, source_kind=arguments["source"],
                 request_digest=digest, after_message=latest.pk if latest else 0,
                 expires_at=timezone.now() + timedelta(seconds=settings.ARKME_PENDING_TTL_SECONDS),
-                sources=[{**p.source, "content_sha256": p.image.sha256, "width": p.image.width,
-                          "height": p.image.height, "format": p.image.format} for p in prepared],
+                sources=prepared,
             )
     except IntegrityError:
         # A concurrent prepare won; the same one is answered with its operation.
@@ -182,26 +174,27 @@ def gallery_confirm_add(*, account: Account, session, extension: str, operation:
         # The operation stays pending: the human may still say 确认.
         raise Conflict(f"The user has not confirmed: their latest message must be {CONFIRMATION}.",
                        code="confirmation_required")
-    images: list[ProcessedImage] = []
+    stored = []
     for source in op.sources:
+        changed = ContentRejected("A source image changed since it was prepared; prepare again.",
+                                  code="source_changed", details={"fields": [source["field"]]})
         try:
             now = read_source(account=account, session=session, handle=source["handle"], field=source["field"])
         except (SourceGone, ArkmeError) as exc:
-            raise _fail(op, ContentRejected("A source image changed since it was prepared; prepare again.",
-                                            code="source_changed", details={"fields": [source["field"]]})) from exc
+            raise _fail(op, changed) from exc
         if now.sha256 != source["source_sha256"]:
-            raise _fail(op, ContentRejected("A source image changed since it was prepared; prepare again.",
-                                            code="source_changed", details={"fields": [source["field"]]}))
+            raise _fail(op, changed)
         image = process_image(now.data, source["field"])
         if image.sha256 != source["content_sha256"]:
-            raise _fail(op, ContentRejected("A source image changed since it was prepared; prepare again.",
-                                            code="source_changed", details={"fields": [source["field"]]}))
-        images.append(image)
-    blobs_store_missing(images)  # 503 on failure: the operation stays pending, a retry stores the rest
-    return _commit(op, images)
+            raise _fail(op, changed)
+        # Staged as it goes, so only one image is in memory at a time.
+        stored.append(blob_stage(image))
+        del now, image
+    blobs_store_staged(stored)  # 503 on failure: the operation stays pending, a retry stores the rest
+    return _commit(op, stored)
 
 
-def _commit(op: PendingOperation, images: list[ProcessedImage]) -> dict[str, Any]:
+def _commit(op: PendingOperation, images: list[StagedImage]) -> dict[str, Any]:
     with transaction.atomic():
         gallery = Gallery.objects.select_for_update().select_related("extension").filter(
             extension_id=op.extension_id, extension__owner_id=op.account_id).first()
@@ -211,7 +204,7 @@ def _commit(op: PendingOperation, images: list[ProcessedImage]) -> dict[str, Any
         if gallery is None:
             raise _fail(op, Conflict("The extension changed since the images were prepared.", code="target_changed"))
         present = set(gallery_shas(gallery))
-        new: list[ProcessedImage] = []
+        new: list[StagedImage] = []
         for image in images:
             if image.sha256 not in present:
                 present.add(image.sha256)

@@ -1,7 +1,8 @@
 """Reads of the group domain."""
 from __future__ import annotations
 
-from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, When
+from django.db import connection
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from arkme.errors import Forbidden, InvalidArguments, NotFound
 from arkme.models import Account
@@ -42,18 +43,25 @@ def chats_of(account: Account) -> QuerySet[PrivateChat]:
 def candidate_chats(account: Account, group: Group, *, query: str | None, limit: int) -> list[dict]:
     """People from the account's private chats who could join the group, newest chat first.
 
-    One query: the other side of each chat is picked with CASE, and membership is a
-    NOT EXISTS, so the cost grows with the rows returned, not with chats or members.
+    One query: a UNION ALL of the chats where the account is the lower and the higher side,
+    each read newest first from its own index and cut at ``limit + 1``; membership is a
+    NOT EXISTS. So the cost grows with the rows returned, not with chats or members.
     """
-    def other(field: str):
-        return Case(When(account_low=account, then=F(f"account_high__{field}")), default=F(f"account_low__{field}"))
+    def side(mine: str, theirs: str):
+        rows = (
+            PrivateChat.objects.filter(**{mine: account}, **{f"{theirs}__is_active": True})
+            .exclude(Exists(Membership.objects.filter(group=group, account_id=OuterRef(f"{theirs}_id"))))
+            .annotate(other_name=F(f"{theirs}__display_name"))
+        )
+        if query:
+            rows = rows.filter(other_name__icontains=query)
+        rows = rows.values("public_id", "other_name", "last_activity_at", "id").order_by()
+        if connection.features.supports_slicing_ordering_in_compound:  # PostgreSQL; not SQLite
+            rows = rows.order_by("-last_activity_at", "-id")[: limit + 1]
+        return rows
 
-    rows = (
-        chats_of(account)
-        .annotate(other_id=other("id"), other_name=other("display_name"), other_active=other("is_active"))
-        .filter(other_active=True)
-        .exclude(Exists(Membership.objects.filter(group=group, account_id=OuterRef("other_id"))))
-    )
-    if query:
-        rows = rows.filter(other_name__icontains=query)
-    return list(rows.order_by("-last_activity_at", "-id").values("public_id", "other_name")[: limit + 1])
+    both = side("account_low", "account_high").union(side("account_high", "account_low"), all=True)
+    return [
+        {"public_id": row["public_id"], "other_name": row["other_name"]}
+        for row in both.order_by("-last_activity_at", "-id")[: limit + 1]
+    ]
