@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from arkme.errors import Forbidden, InvalidArguments, NotFound
 from arkme.models import Account
@@ -15,8 +15,12 @@ def groups_of(account: Account) -> QuerySet[Group]:
     return Group.objects.filter(memberships__account=account).order_by("id").distinct()
 
 
-def group_view(group: Group) -> dict:
-    return {"name": group.name, "join_policy": group.join_policy, "member_count": group.memberships.count()}
+def group_view(group: Group, *, fresh: bool = False) -> dict:
+    """``fresh`` counts members again, after a change; otherwise an annotated count is used."""
+    count = getattr(group, "member_count", None)
+    if fresh or count is None:
+        count = group.memberships.count()
+    return {"name": group.name, "join_policy": group.join_policy, "member_count": count}
 
 
 def group_for_source_ref(account: Account, source_ref: object) -> Group:
@@ -28,10 +32,14 @@ def group_for_source_ref(account: Account, source_ref: object) -> Group:
                                fields=["source_ref"]) from exc
     except RefInvalid as exc:
         raise InvalidArguments("The source_ref is not valid.", code="invalid_source_ref", fields=["source_ref"]) from exc
-    group = Group.objects.filter(public_id=group_id).first()
+    # One query: the group, whether the account belongs to it, and its size.
+    group = Group.objects.filter(public_id=group_id).annotate(
+        is_member=Exists(Membership.objects.filter(group=OuterRef("pk"), account=account)),
+        member_count=Count("memberships"),
+    ).first()
     if group is None:
         raise NotFound("No such group.", code="unknown_group")
-    if not Membership.objects.filter(group=group, account=account).exists():
+    if not group.is_member:
         raise Forbidden("You are no longer a member of this group.", code="not_a_member")
     return group
 

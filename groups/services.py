@@ -157,7 +157,7 @@ def group_members_add(*, account: Account, source_ref: str, candidate_refs: Sequ
         if judged.person is not None:
             result["display_name"] = judged.person.display_name
         results.append(result)
-    return {"group": group_view(group), "results": results}
+    return {"group": group_view(group, fresh=True), "results": results}
 
 
 def describe_members_add(*, account: Account, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]:

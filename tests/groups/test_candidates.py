@@ -98,3 +98,17 @@ def test_candidate_discovery_is_one_query(chats, members):
         rows = candidate_chats(me, group, query=None, limit=50)
     assert len(queries) == 1
     assert len(rows) == min(51, chats - members)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("chats,members", [(1, 0), (1000, 500)])
+def test_the_whole_tool_call_takes_two_queries(chats, members):
+    from groups.refs import make_source_ref
+    from groups.services import group_member_candidates
+
+    me, group = _world_of(chats, members)
+    ref = make_source_ref(account_public_id=me.public_id, group_public_id=group.public_id)
+    with CaptureQueriesContext(connection) as queries:
+        result = group_member_candidates(account=me, source_ref=ref, limit=50)
+    assert len(queries) == 2
+    assert result["group"]["member_count"] == members + 1
