@@ -36,8 +36,12 @@ test: $(VENV)/.test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	$(BIN)/python -m tests.figures
 
-bench: export DJANGO_SECRET_KEY ?= bench-only-secret-key
-bench: $(VENV)/.test
+$(VENV)/.bench: requirements-bench.txt requirements-test.txt requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-bench.txt
+	touch $(VENV)/.runtime $(VENV)/.test $@
+
+# Benchmarks print ratios against a baseline measured in the same run (see docs/PERFORMANCE.md).
+bench: $(VENV)/.bench
 	$(BIN)/python -m bench
 
 clean:

@@ -1,27 +1,29 @@
-"""Render a sanitised SVG to PNG in a forked child with a hard wall-clock timeout and an
+"""Render a sanitised SVG to PNG in a separate process with a hard wall-clock timeout and an
 address-space limit: cairosvg can spin for minutes, or allocate without bound, on a tiny
-input (a circle of radius 1e30), and neither may take the worker down with it.
+input (a circle of radius 1e30), and neither may take a web or worker process with it.
 
-``os.fork`` rather than multiprocessing: Celery's prefork workers are daemonic and may
-not start multiprocessing children, and a fork costs far less than a new interpreter.
+Each process keeps one render process (``galleries.svg_renderer``), started on first use:
+it runs under its own address-space limit, is killed when a render passes its deadline, is
+replaced after any failure, and is recycled after ``RECYCLE_AFTER`` renders. A render process
+that lives on keeps cairosvg's caches warm; one per render would start cold each time.
 """
 from __future__ import annotations
 
 import os
-import resource
 import select
-import signal
-import struct
+import subprocess
+import sys
+import threading
 import time
-
-import cairosvg
 
 from arkme.errors import ContentRejected
 
+from .svg_renderer import OK, READY, REQUEST, RESPONSE
+
 RENDER_TIMEOUT_SECONDS = float(os.environ.get("ARKME_SVG_TIMEOUT_SECONDS", "10"))
-# Headroom above what the process has mapped when it forks.
 RENDER_MEMORY_BYTES = int(os.environ.get("ARKME_SVG_MEMORY_BYTES", str(512 * 1024 * 1024)))
-_HEADER = struct.Struct("!BQ")  # status, length
+RECYCLE_AFTER = 200
+START_TIMEOUT_SECONDS = 30.0
 
 
 class RenderFailed(ContentRejected):
@@ -29,69 +31,86 @@ class RenderFailed(ContentRejected):
     default_message = "The SVG could not be rendered within the time and memory allowed."
 
 
-def _mapped_bytes() -> int:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+class _Renderer:
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+        self.owner_pid = 0
+        self.memory = 0
+        self.renders = 0
+        self.lock = threading.Lock()
+
+    def _ensure(self, memory: int) -> subprocess.Popen:
+        stale = (self.process is None or self.process.poll() is not None or self.owner_pid != os.getpid()
+                 or self.memory != memory or self.renders >= RECYCLE_AFTER)
+        if stale:
+            if self.owner_pid == os.getpid():
+                self._discard()
+            # A forked process (a Celery prefork child) starts its own, never shares its parent's.
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "galleries.svg_renderer", str(memory)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
+                cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            )
+            self.owner_pid, self.memory, self.renders = os.getpid(), memory, 0
+            try:
+                ready = self._read(self.process.stdout.fileno(), len(READY), time.monotonic() + START_TIMEOUT_SECONDS)
+            except (TimeoutError, EOFError, OSError):
+                ready = b""
+            if ready != READY:
+                self._discard()
+                raise RenderFailed("The SVG renderer could not start.")
+        return self.process
+
+    def _discard(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    @staticmethod
+    def _read(fd: int, size: int, deadline: float) -> bytes:
+        chunks, remaining = [], size
+        while remaining:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    def render(self, svg: bytes, width: int, height: int, timeout: float, memory: int) -> bytes:
+        with self.lock:
+            process = self._ensure(memory)
+            self.renders += 1
+            # The deadline counts from the request; a fresh process's start-up is not the input's fault.
+            deadline = time.monotonic() + timeout
+            try:
+                process.stdin.write(REQUEST.pack(width, height, len(svg)) + svg)
+                process.stdin.flush()
+                fd = process.stdout.fileno()
+                status, length = RESPONSE.unpack(self._read(fd, RESPONSE.size, deadline))
+                png = self._read(fd, length, deadline)
+            except TimeoutError:
+                self._discard()
+                raise RenderFailed("The SVG took too long to render.") from None
+            except (OSError, EOFError):
+                self._discard()
+                raise RenderFailed() from None
+            if status != OK:
+                self._discard()
+                raise RenderFailed()
+            return png
 
 
-def _child(write_fd: int, svg: bytes, width: int, height: int, memory: int) -> None:
-    status, payload = 1, b""
-    try:
-        limit = _mapped_bytes() + memory
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        payload = cairosvg.svg2png(bytestring=svg, output_width=width, output_height=height)
-        status = 0
-    except BaseException:  # noqa: BLE001 - any failure is reported as a failed render
-        payload = b""
-    try:
-        view = memoryview(_HEADER.pack(status, len(payload)) + payload)
-        while view:
-            written = os.write(write_fd, view)
-            view = view[written:]
-    finally:
-        os._exit(0)
+_renderer = _Renderer()
 
 
 def render_png(svg: bytes, width: int, height: int, *, timeout: float | None = None,
                memory: int | None = None) -> bytes:
     """PNG bytes of ``svg`` at ``width``×``height``, or ``RenderFailed``."""
-    timeout = RENDER_TIMEOUT_SECONDS if timeout is None else timeout
-    memory = RENDER_MEMORY_BYTES if memory is None else memory
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        os.close(read_fd)
-        _child(write_fd, svg, width, height, memory)
-    os.close(write_fd)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
-    timed_out = False
-    try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([read_fd], [], [], remaining)
-            if not ready:
-                timed_out = True
-                break
-            chunk = os.read(read_fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(read_fd)
-        if timed_out:
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    if timed_out:
-        raise RenderFailed("The SVG took too long to render.")
-    data = b"".join(chunks)
-    if len(data) < _HEADER.size:
-        raise RenderFailed()
-    status, length = _HEADER.unpack_from(data)
-    payload = data[_HEADER.size:]
-    if status != 0 or len(payload) != length:
-        raise RenderFailed()
-    return payload
+    return _renderer.render(svg, width, height,
+                            RENDER_TIMEOUT_SECONDS if timeout is None else timeout,
+                            RENDER_MEMORY_BYTES if memory is None else memory)

@@ -1,0 +1,107 @@
+"""Run the benchmarks: ``python -m bench [--json] [--only NAME ...]``.
+
+The PostgreSQL figures run when ``DATABASE_URL`` names a PostgreSQL server: a fresh database
+is made beside it for the run and dropped after. Without one they are skipped with a reason.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+from urllib.parse import urlsplit, urlunsplit
+
+ORDER = [
+    ("session_view", "bench.session_view", False),
+    ("prepare_confirm_20", "bench.prepare_confirm", False),
+    ("svg_normalise", "bench.svg_normalise", False),
+    ("candidates_growth", "bench.candidates_growth", True),
+    ("prepare_peak_memory", "bench.peak_memory", False),
+    ("api_throughput", "bench.api_throughput", True),
+    ("catalog_vs_mcp", "bench.catalog_vs_mcp", False),
+]
+GOALS = {
+    "candidates_growth": ("itself at 1k chats and 500 members", "≤ 2× time at 10×, ≤ 3 queries"),
+    "api_throughput": ("the bare DRF view under the same load", "≥ 0.5×"),
+}
+
+
+def _postgres_url() -> str | None:
+    url = os.environ.get("DATABASE_URL", "")
+    return url if url.startswith(("postgres://", "postgresql://")) else None
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def _admin(url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(_with_database(url, "postgres"), autocommit=True) as connection:
+        connection.execute(sql)
+
+
+def _run_on_postgres(name: str, url: str) -> dict:
+    database = f"arkme_bench_{os.getpid()}"
+    _admin(url, f"DROP DATABASE IF EXISTS {database}")
+    _admin(url, f"CREATE DATABASE {database}")
+    try:
+        env = {**os.environ, "ARKME_BENCH_DATABASE_URL": _with_database(url, database)}
+        out = subprocess.run([sys.executable, "-m", "bench", "--inner", name], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+    finally:
+        _admin(url, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def _run_here(module: str) -> dict:
+    from .common import setup_django
+
+    setup_django()
+    return importlib.import_module(module).run().as_dict()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--json", action="store_true", help="print one JSON list")
+    parser.add_argument("--only", nargs="*", help="names of the benchmarks to run")
+    parser.add_argument("--inner", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    modules = {name: module for name, module, _ in ORDER}
+    if options.inner:
+        print(json.dumps(_run_here(modules[options.inner])))
+        return
+    postgres = _postgres_url()
+    results = []
+    for name, module, needs_postgres in ORDER:
+        if options.only and name not in options.only:
+            continue
+        if needs_postgres:
+            if postgres is None:
+                baseline, goal = GOALS[name]
+                results.append({"name": name, "value": None, "unit": "", "baseline": baseline, "goal": goal,
+                                "met": None, "skipped": "needs PostgreSQL: set DATABASE_URL=postgres://…"})
+                continue
+            results.append(_run_on_postgres(name, postgres))
+        else:
+            results.append(_run_here(module))
+        if not options.json:
+            print(f"  ran {name}", file=sys.stderr, flush=True)
+    if options.json:
+        print(json.dumps(results, ensure_ascii=False))
+        return
+    print(f"{'name':<22} {'value':>10}  {'unit':<36} {'goal':<32} {'met'}")
+    for result in results:
+        value = "—" if result["value"] is None else f"{result['value']:g}"
+        met = "skipped: " + result["skipped"] if result.get("skipped") else ("yes" if result["met"] else "NO")
+        print(f"{result['name']:<22} {value:>10}  {result['unit']:<36} {result['goal']:<32} {met}")
+        for key, detail in (result.get("detail") or {}).items():
+            print(f"{'':<24}{key}: {detail}")
+
+
+if __name__ == "__main__":
+    main()

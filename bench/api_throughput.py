@@ -1,0 +1,100 @@
+"""gunicorn with 2 workers on PostgreSQL, and a load generator on loopback: requests per
+second of the session view and of arkme_group_member_candidates, against the bare DRF view
+under the same load."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .common import Result
+
+CONNECTIONS = 8
+SECONDS = 6.0
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def load(port: int, method: str, path: str, body: bytes | None, headers: dict) -> float:
+    """Requests per second over keep-alive connections for SECONDS."""
+    done = [0] * CONNECTIONS
+    stop = time.monotonic() + SECONDS
+
+    def worker(index: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        while time.monotonic() < stop:
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200, response.status
+            done[index] += 1
+        connection.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(CONNECTIONS)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(done) / (time.monotonic() - started)
+
+
+def run() -> Result:
+    from arkme.models import Account
+    from groups.models import Group, Membership
+    from groups.services import private_chat_ensure
+    from toolregistry.clients import dsh_client_create
+    from toolregistry.sessions import session_open
+
+    client, key = dsh_client_create(name="bench-throughput")
+    me = Account.objects.create(display_name="Throughput")
+    group = Group.objects.create(name="throughput")
+    Membership.objects.create(group=group, account=me)
+    for i in range(60):
+        private_chat_ensure(a=me, b=Account.objects.create(display_name=f"Friend {i}"))
+    session = session_open(client=client, account=me.public_id).public_id
+    from groups.refs import make_source_ref
+    source_ref = make_source_ref(account_public_id=me.public_id, group_public_id=group.public_id)
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "arkme.wsgi", "--workers", "2", "--bind", f"127.0.0.1:{port}",
+         "--log-level", "warning"],
+        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings"},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "gunicorn did not start"
+                time.sleep(0.2)
+        auth = {"Authorization": f"Bearer {key}", "Host": "127.0.0.1"}
+        post = {**auth, "Content-Type": "application/json"}
+        body = json.dumps({"arguments": {"source_ref": source_ref}}).encode()
+        candidates_path = f"/dsh/v1/sessions/{session}/tools/arkme_group_member_candidates/execute"
+        load(port, "GET", f"/bench/bare/{session}", None, auth)  # warm-up
+        bare = load(port, "GET", f"/bench/bare/{session}", None, auth)
+        view = load(port, "GET", f"/dsh/v1/sessions/{session}", None, auth)
+        candidates = load(port, "POST", candidates_path, body, post)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    worst = min(view, candidates) / bare
+    return Result("api_throughput", round(worst, 3), "× bare view (the lower of the two)",
+                  "the bare DRF view under the same load", "≥ 0.5×", worst >= 0.5,
+                  {"bare_rps": round(bare), "session_view_rps": round(view), "candidates_rps": round(candidates),
+                   "session_view_ratio": round(view / bare, 3), "candidates_ratio": round(candidates / bare, 3)})

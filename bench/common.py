@@ -1,0 +1,55 @@
+"""Timing and reporting shared by the benchmarks."""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+
+@dataclass
+class Result:
+    name: str
+    value: float | None
+    unit: str
+    baseline: str
+    goal: str
+    met: bool | None = None
+    detail: dict = field(default_factory=dict)
+    skipped: str | None = None
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        if not data["detail"]:
+            data.pop("detail")
+        if data["skipped"] is None:
+            data.pop("skipped")
+        return data
+
+
+def median_seconds(fn: Callable[[], object], *, rounds: int = 7, warmup: int = 2) -> float:
+    """Median wall time of ``fn`` over ``rounds`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def setup_django() -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def postgres_url() -> str | None:
+    url = os.environ.get("ARKME_BENCH_DATABASE_URL") or os.environ.get("DATABASE_URL", "")
+    return url if url.startswith(("postgres://", "postgresql://")) else None

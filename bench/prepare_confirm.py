@@ -1,0 +1,92 @@
+"""prepare + 确认 + confirm of 20 workspace PNGs of about 4 MiB each on filesystem storage,
+against the same libraries doing the irreducible work once: read, sha256, Pillow decode,
+metadata-free encode, store."""
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import tempfile
+from pathlib import Path
+
+from .common import Result, median_seconds
+
+IMAGES = 20
+SIDE = 1180  # random RGB noise: a PNG of about 4 MiB
+
+
+def noise_png(seed: int) -> bytes:
+    from PIL import Image
+
+    image = Image.frombytes("RGB", (SIDE, SIDE), hashlib.shake_256(str(seed).encode()).digest(SIDE * SIDE * 3))
+    out = io.BytesIO()
+    image.save(out, "PNG", compress_level=6)
+    return out.getvalue()
+
+
+def workspace(root: Path) -> list[str]:
+    root.mkdir(parents=True, exist_ok=True)
+    names = []
+    for i in range(IMAGES):
+        (root / f"{i}.png").write_bytes(noise_png(i))
+        names.append(f"{i}.png")
+    return names
+
+
+def run() -> Result:
+    from django.conf import settings
+    from django.core.files.storage import storages
+    from PIL import Image
+
+    from arkme.models import Account
+    from galleries.models import Blob, GalleryItem, PendingOperation
+    from galleries.operations import gallery_confirm_add, gallery_prepare_add
+    from galleries.services import extension_create
+    from toolregistry.clients import dsh_client_create
+    from toolregistry.models import AgentSession, Message
+
+    root = Path(settings.ARKME_WORKSPACE_ROOT) / "bench"
+    names = workspace(root)
+    sizes = [(root / n).stat().st_size for n in names]
+    account = Account.objects.create(display_name="Bench prepare")
+    client, _ = dsh_client_create(name="bench-prepare")
+    session = AgentSession.objects.create(client=client, account=account, profile="business", workspace="bench")
+    counter = iter(range(10 ** 6))
+    media = Path(storages["blobs"].location)
+
+    def product():
+        extension = extension_create(owner=account, name=f"bench-{next(counter)}")
+        op = gallery_prepare_add(account=account, session=session, extension=extension.public_id,
+                                 arguments={"source": "workspace", "workspace_paths": names})["operation"]
+        Message.objects.create(session=session, message_id=f"m{next(counter)}", text="确认")
+        gallery_confirm_add(account=account, session=session, extension=extension.public_id, operation=op)
+        # The next round stores everything again.
+        GalleryItem.objects.all().delete()
+        Blob.objects.all().delete()
+        PendingOperation.objects.all().delete()
+        shutil.rmtree(media / "blobs", ignore_errors=True)
+
+    target = Path(tempfile.mkdtemp(prefix="arkme-bench-store-"))
+
+    def baseline():
+        for name in names:
+            data = (root / name).read_bytes()
+            hashlib.sha256(data).hexdigest()
+            image = Image.open(io.BytesIO(data))
+            image.load()
+            out = io.BytesIO()
+            image.save(out, "PNG", compress_level=6)
+            encoded = out.getvalue()
+            digest = hashlib.sha256(encoded).hexdigest()
+            (target / digest).write_bytes(encoded)
+        shutil.rmtree(target)
+        target.mkdir()
+
+    ours = median_seconds(product, rounds=3, warmup=1)
+    floor = median_seconds(baseline, rounds=3, warmup=1)
+    ratio = ours / floor
+    return Result("prepare_confirm_20", round(ratio, 3), "× one-pass floor",
+                  "read, sha256, Pillow decode, metadata-free encode, store: once per image",
+                  "≤ 1.3×", ratio <= 1.3,
+                  {"product_s": round(ours, 3), "baseline_s": round(floor, 3),
+                   "mean_file_mib": round(sum(sizes) / len(sizes) / 2 ** 20, 2)})
