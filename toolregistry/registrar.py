@@ -35,6 +35,8 @@ class Toolset:
     prompt: str
     revision: str
     by_name: Mapping[str, CompiledTool] = field(repr=False, compare=False)
+    # The session view's members that depend only on the toolset, serialised once.
+    view_fragment: str = field(default="", repr=False, compare=False)
 
     def get(self, name: str) -> CompiledTool | None:
         return self.by_name.get(name)
@@ -99,9 +101,14 @@ class Registrar:
             json.dumps({"tools": [t.public for t in tools], "prompt": prompt, "phases": sorted(phases)},
                        sort_keys=True, ensure_ascii=False).encode()
         ).hexdigest()[:20]
+        ordered_phases = [str(phase) for phase in Phase if phase in phases]
+        fragment = json.dumps(
+            {"phases": ordered_phases, "revision": digest, "tools": [t.public for t in tools], "prompt": prompt},
+            ensure_ascii=False, separators=(",", ":"),
+        )[1:-1]
         return Toolset(
             profile=profile, phases=phases, tools=tools, prompt=prompt, revision=digest,
-            by_name={tool.metadata.name: tool for tool in tools},
+            by_name={tool.metadata.name: tool for tool in tools}, view_fragment=fragment,
         )
 
 

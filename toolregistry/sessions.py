@@ -52,14 +52,13 @@ def session_open(*, client: DshClient, account: str, profile: str | None = None,
 
 def session_for_client(client: DshClient, public_id: str, *, for_update: bool = False) -> AgentSession:
     """The client's own open, unexpired session; anything else is one indistinguishable 404."""
-    queryset = AgentSession.objects.select_related("account")
+    queryset = AgentSession.objects.select_related("account").filter(public_id=str(public_id), client=client)
     if for_update:
-        queryset = queryset.select_for_update()
-    session = queryset.filter(
-        public_id=str(public_id), client=client, closed_at__isnull=True,
-        last_seen_at__gte=_idle_cutoff(), account__is_active=True,
-    ).first()
-    if session is None:
+        queryset = queryset.select_for_update(of=("self",))
+    # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
+    session = next(iter(queryset.order_by()[:1]), None)
+    if (session is None or session.closed_at is not None or session.last_seen_at < _idle_cutoff()
+            or not session.account.is_active):
         raise NotFound("No such session.", code="unknown_session")
     now = timezone.now()
     if now - session.last_seen_at > TOUCH_INTERVAL:

@@ -1,7 +1,10 @@
 """The DSH API. Views parse, call one service, and project; rules live in the services."""
 from __future__ import annotations
 
+import json
+
 from django.db import transaction
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.parsers import JSONParser, MultiPartParser
@@ -15,8 +18,7 @@ from ..catalog import CATALOG
 from ..execution import tool_execute, tool_pre_execute
 from ..messages import message_record
 from ..sessions import (
-    session_close, session_for_client, session_open, session_phases, session_set_attachments,
-    session_toolset,
+    session_close, session_for_client, session_open, session_set_attachments, session_toolset,
 )
 from . import serializers as s
 
@@ -36,16 +38,16 @@ def errors(*codes: int) -> dict:
     return {code: ERRORS[code] for code in (401, *codes)}
 
 
-def session_view(session) -> dict:
+def session_response(session, status: int = 200) -> HttpResponse:
+    """The session view, built around the toolset's pre-serialised part: listing tools costs a
+    look-up and a string join, not a JSON encoding of every definition."""
     toolset = session_toolset(session)
-    return {
-        "session": session.public_id,
-        "profile": session.profile,
-        "phases": [str(p) for p in session_phases(session)],
-        "revision": toolset.revision,
-        "tools": toolset.definitions(),
-        "prompt": toolset.prompt,
-    }
+    head = json.dumps({"session": session.public_id, "profile": session.profile}, ensure_ascii=False,
+                      separators=(",", ":"))[:-1]
+    response = HttpResponse(f"{head},{toolset.view_fragment}}}".encode(), status=status,
+                            content_type="application/json")
+    response["ETag"] = f'"{toolset.revision}"'
+    return response
 
 
 def _validated(serializer_class, request: Request):
@@ -74,8 +76,7 @@ class SessionsApi(APIView):
         data = _validated(s.SessionOpenRequest, request)
         session = session_open(client=request.user, account=data["account"],
                                profile=data.get("profile"), workspace=data.get("workspace"))
-        body = session_view(session)
-        return Response(body, status=status.HTTP_201_CREATED, headers={"ETag": f'"{body["revision"]}"'})
+        return session_response(session, status=status.HTTP_201_CREATED)
 
 
 class SessionApi(APIView):
@@ -91,7 +92,7 @@ class SessionApi(APIView):
         etag = f'"{toolset.revision}"'
         if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
-        return Response(session_view(agent_session), headers={"ETag": etag})
+        return session_response(agent_session)
 
     @extend_schema(operation_id="session_close", responses={204: None, **errors(404)},
                    summary="Close the session; later calls on it are 404")
@@ -105,15 +106,13 @@ class AttachmentsPhaseApi(APIView):
                    summary="Mount the attachments dependency (idempotent)")
     def put(self, request: Request, session: str) -> Response:
         agent_session = session_set_attachments(client=request.user, public_id=session, mounted=True)
-        body = session_view(agent_session)
-        return Response(body, headers={"ETag": f'"{body["revision"]}"'})
+        return session_response(agent_session)
 
     @extend_schema(operation_id="attachments_dispose", request=None, responses={200: s.SessionView, **errors(404)},
                    summary="Dispose the attachments dependency: its tools and guidance are withdrawn")
     def delete(self, request: Request, session: str) -> Response:
         agent_session = session_set_attachments(client=request.user, public_id=session, mounted=False)
-        body = session_view(agent_session)
-        return Response(body, headers={"ETag": f'"{body["revision"]}"'})
+        return session_response(agent_session)
 
 
 class MessagesApi(APIView):
