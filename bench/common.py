@@ -40,6 +40,22 @@ def median_seconds(fn: Callable[[], object], *, rounds: int = 7, warmup: int = 2
     return statistics.median(times)
 
 
+def paired_medians(product: Callable[[], object], baseline: Callable[[], object], *, rounds: int = 7,
+                   warmup: int = 2) -> tuple[float, float]:
+    """Median wall times of two workloads measured in alternating rounds, so that drift in the
+    machine's speed falls on both alike."""
+    for _ in range(warmup):
+        product()
+        baseline()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(rounds):
+        for index, fn in enumerate((product, baseline)):
+            started = time.perf_counter()
+            fn()
+            times[index].append(time.perf_counter() - started)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def setup_django() -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     import django

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .common import Result, median_seconds
+from .common import Result, median_seconds, paired_medians
 
 IMAGES = 20
 SIDE = 1180  # random RGB noise: a PNG of about 4 MiB
@@ -82,8 +82,7 @@ def run() -> Result:
         shutil.rmtree(target)
         target.mkdir()
 
-    ours = median_seconds(product, rounds=3, warmup=1)
-    floor = median_seconds(baseline, rounds=3, warmup=1)
+    ours, floor = paired_medians(product, baseline, rounds=3, warmup=1)
     ratio = ours / floor
     return Result("prepare_confirm_20", round(ratio, 3), "× one-pass floor",
                   "read, sha256, Pillow decode, metadata-free encode, store: once per image",

@@ -2,7 +2,7 @@
 view that authenticates and reads one row, both through Django's WSGI handler in-process."""
 from __future__ import annotations
 
-from .common import Result, median_seconds
+from .common import Result, median_seconds, paired_medians
 
 REQUESTS = 300
 
@@ -27,7 +27,7 @@ def run() -> Result:
         for _ in range(REQUESTS):
             assert http.get(f"/bench/bare/{session}").status_code == 200
 
-    product, baseline = median_seconds(full), median_seconds(bare)
+    product, baseline = paired_medians(full, bare)
     ratio = product / baseline
     return Result("session_view", round(ratio, 3), "× bare view", "a bare DRF view that authenticates and reads one row",
                   "≤ 1.2×", ratio <= 1.2, {"product_ms": round(product / REQUESTS * 1000, 3),

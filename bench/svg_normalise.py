@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .common import Result, median_seconds
+from .common import Result, median_seconds, paired_medians
 
 
 def svgs() -> dict[str, bytes]:
@@ -39,7 +39,7 @@ def run() -> Result:
         for data in sources.values():
             cairosvg.svg2png(bytestring=data, output_width=800, output_height=800)
 
-    ours, floor = median_seconds(product, rounds=9), median_seconds(bare, rounds=9)
+    ours, floor = paired_medians(product, bare, rounds=15)
     ratio = ours / floor
     return Result("svg_normalise", round(ratio, 3), "× bare cairosvg", "cairosvg.svg2png on the same bytes",
                   "≤ 1.1×", ratio <= 1.1, {"product_ms": round(ours * 1000, 2), "baseline_ms": round(floor * 1000, 2)})

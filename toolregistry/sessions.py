@@ -18,6 +18,9 @@ from .models import AgentSession, CapturedAttachment, DshClient
 from .registrar import Toolset, registrar
 
 WORKSPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# What a DSH call reads of a session and its account; the rest stays in the database.
+SESSION_COLUMNS = ("public_id", "client_id", "account_id", "profile", "workspace", "attachments_mounted",
+                   "last_seen_at", "closed_at", "account__public_id", "account__is_active")
 # Refreshing last_seen_at on every read would turn reads into writes.
 TOUCH_INTERVAL = timedelta(seconds=60)
 
@@ -52,7 +55,8 @@ def session_open(*, client: DshClient, account: str, profile: str | None = None,
 
 def session_for_client(client: DshClient, public_id: str, *, for_update: bool = False) -> AgentSession:
     """The client's own open, unexpired session; anything else is one indistinguishable 404."""
-    queryset = AgentSession.objects.select_related("account").filter(public_id=str(public_id), client=client)
+    queryset = AgentSession.objects.select_related("account").only(*SESSION_COLUMNS).filter(
+        public_id=str(public_id), client=client)
     if for_update:
         queryset = queryset.select_for_update(of=("self",))
     # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
