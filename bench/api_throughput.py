@@ -71,7 +71,7 @@ def run() -> Result:
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "arkme.wsgi", "--workers", "2", "--bind", f"127.0.0.1:{port}",
          "--log-level", "warning"],
-        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings"},
+        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "DATABASE_CONN_MAX_AGE": "60"},
     )
     try:
         deadline = time.monotonic() + 30
