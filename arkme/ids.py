@@ -1,6 +1,7 @@
 """Random public identifiers: what leaves the service instead of primary keys."""
 from __future__ import annotations
 
+import hashlib
 import secrets
 import string
 
@@ -39,3 +40,9 @@ def new_account_image_id() -> str:
 
 def new_operation_id() -> str:
     return new_public_id("op")
+
+
+def token_digest(token: str) -> str:
+    """What is stored of a bearer secret (client key, approval, invitation token). The tokens
+    carry 256 random bits, so a fast unsalted hash cannot be brute-forced."""
+    return hashlib.sha256(token.encode()).hexdigest()

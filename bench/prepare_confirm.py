@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .common import Result, median_seconds, paired_medians
+from .common import Result, paired_medians
 
 IMAGES = 20
 SIDE = 1180  # random RGB noise: a PNG of about 4 MiB

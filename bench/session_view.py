@@ -2,7 +2,7 @@
 view that authenticates and reads one row, both through Django's WSGI handler in-process."""
 from __future__ import annotations
 
-from .common import Result, median_seconds, paired_medians
+from .common import Result, paired_medians
 
 REQUESTS = 300
 

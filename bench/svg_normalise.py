@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .common import Result, median_seconds, paired_medians
+from .common import Result, paired_medians
 
 
 def svgs() -> dict[str, bytes]:

@@ -8,7 +8,7 @@ from toolregistry.models import AgentSession
 
 from .edits import describe_delete, describe_reorder, gallery_delete_items, gallery_reorder_items
 from .operations import gallery_cancel_add, gallery_confirm_add, gallery_prepare_add
-from .selectors import extension_for_owner, extensions_of, gallery_view
+from .selectors import extensions_of, gallery_view
 
 
 def _account(account_pk: int) -> Account:
@@ -25,9 +25,6 @@ class ExtensionAdapter:
             {"extension": ext.public_id, "name": ext.name, "gallery": gallery_view(ext.gallery)}
             for ext in extensions_of(_account(account_pk))
         ]
-
-    def extension_name(self, *, account_pk: int, extension: str) -> str:
-        return extension_for_owner(_account(account_pk), extension).name
 
 
 class GalleryAdapter:

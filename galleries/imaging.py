@@ -63,18 +63,16 @@ def sniff(data: bytes, field: str | None = None) -> str:
 
 
 def _to_srgb(image: Image.Image, field: str | None) -> Image.Image:
+    # Without a profile the pixels are taken as sRGB; a CMYK JPEG is converted by the encoder.
     icc = image.info.get("icc_profile")
-    if image.mode == "CMYK" or icc:
+    if icc:
         try:
-            if icc:
-                source = ImageCms.ImageCmsProfile(io.BytesIO(icc))
-                mode = "RGBA" if image.mode in ("RGBA", "LA", "PA") else "RGB"
-                if image.mode not in ("RGB", "RGBA", "CMYK", "L"):
-                    image = image.convert("RGBA" if mode == "RGBA" else "RGB")
-                converted = ImageCms.profileToProfile(image, source, _SRGB, outputMode=mode)
-                image = converted if converted is not None else image
-            if image.mode == "CMYK":
-                image = image.convert("RGB")
+            source = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+            mode = "RGBA" if image.mode in ("RGBA", "LA", "PA") else "RGB"
+            if image.mode not in ("RGB", "RGBA", "CMYK", "L"):
+                image = image.convert("RGBA" if mode == "RGBA" else "RGB")
+            converted = ImageCms.profileToProfile(image, source, _SRGB, outputMode=mode)
+            image = converted if converted is not None else image
         except (ImageCms.PyCMSError, OSError, ValueError) as exc:
             raise ImageRejected("invalid_image", "The image's colour profile cannot be read.", field) from exc
     return image

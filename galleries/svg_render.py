@@ -10,7 +10,6 @@ that lives on keeps cairosvg's caches warm; one per render would start cold each
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import sys
 import threading
@@ -18,7 +17,7 @@ import time
 
 from arkme.errors import ContentRejected
 
-from .svg_renderer import OK, READY, REQUEST, RESPONSE
+from .svg_renderer import OK, READY, REQUEST, RESPONSE, read_exact
 
 RENDER_TIMEOUT_SECONDS = float(os.environ.get("ARKME_SVG_TIMEOUT_SECONDS", "10"))
 RENDER_MEMORY_BYTES = int(os.environ.get("ARKME_SVG_MEMORY_BYTES", str(512 * 1024 * 1024)))
@@ -53,7 +52,7 @@ class _Renderer:
             )
             self.owner_pid, self.memory, self.renders = os.getpid(), memory, 0
             try:
-                ready = self._read(self.process.stdout.fileno(), len(READY), time.monotonic() + START_TIMEOUT_SECONDS)
+                ready = read_exact(self.process.stdout.fileno(), len(READY), time.monotonic() + START_TIMEOUT_SECONDS)
             except (TimeoutError, EOFError, OSError):
                 ready = b""
             if ready != READY:
@@ -67,20 +66,6 @@ class _Renderer:
             self.process.wait()
         self.process = None
 
-    @staticmethod
-    def _read(fd: int, size: int, deadline: float) -> bytes:
-        chunks, remaining = [], size
-        while remaining:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise TimeoutError
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                raise EOFError
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
-
     def render(self, svg: bytes, width: int, height: int, timeout: float, memory: int) -> bytes:
         with self.lock:
             process = self._ensure(memory)
@@ -91,8 +76,8 @@ class _Renderer:
                 process.stdin.write(REQUEST.pack(width, height, len(svg)) + svg)
                 process.stdin.flush()
                 fd = process.stdout.fileno()
-                status, length = RESPONSE.unpack(self._read(fd, RESPONSE.size, deadline))
-                png = self._read(fd, length, deadline)
+                status, length = RESPONSE.unpack(read_exact(fd, RESPONSE.size, deadline))
+                png = read_exact(fd, length, deadline)
             except TimeoutError:
                 self._discard()
                 raise RenderFailed("The SVG took too long to render.") from None

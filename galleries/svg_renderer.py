@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import resource
+import select
 import struct
 import sys
+import time
 
 REQUEST = struct.Struct("!IIQ")
 RESPONSE = struct.Struct("!BQ")
@@ -21,9 +23,14 @@ OK, FAILED = 0, 1
 READY = b"R"
 
 
-def read_exact(fd: int, size: int) -> bytes:
+def read_exact(fd: int, size: int, deadline: float | None = None) -> bytes:
+    """Exactly ``size`` bytes; ``TimeoutError`` past ``deadline`` (monotonic), ``EOFError`` at the end."""
     chunks, remaining = [], size
     while remaining:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
         chunk = os.read(fd, min(remaining, 1 << 20))
         if not chunk:
             raise EOFError

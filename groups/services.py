@@ -1,7 +1,6 @@
 """Write services of the group domain: memberships, additions, invitations, join requests."""
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from arkme.errors import Conflict, Forbidden, NotFound
+from arkme.ids import token_digest
 from arkme.models import Account
 
 from .models import (
@@ -92,10 +92,6 @@ def _judge(account: Account, group: Group, ref: str) -> Judged:
     return Judged(ref, "eligible", person, chat)
 
 
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def invitation_link(token: str) -> str:
     return f"{settings.ARKME_PUBLIC_URL}/groups/join/{token}"
 
@@ -116,7 +112,7 @@ def invitation_ensure(*, group: Group, inviter: Account, invitee: Account, chat:
              f"(it works once, for you only, for 7 days): {invitation_link(token)}",
     )
     invitation = Invitation.objects.create(
-        group=group, invitee=invitee, inviter=inviter, token_hash=_hash(token), message=message,
+        group=group, invitee=invitee, inviter=inviter, token_hash=token_digest(token), message=message,
         expires_at=now + timedelta(seconds=settings.ARKME_INVITATION_TTL_SECONDS),
     )
     transaction.on_commit(lambda: _send(message.pk))
@@ -197,8 +193,15 @@ class InvitationUnusable(Exception):
     """An unknown, used, revoked or expired invitation token."""
 
 
+def invitation_check_usable(invitation: Invitation) -> None:
+    if invitation.status != InvitationStatus.PENDING:
+        raise InvitationUnusable("This invitation link has already been used.")
+    if invitation.expires_at <= timezone.now():
+        raise InvitationUnusable("This invitation link has expired.")
+
+
 def invitation_for_token(token: str) -> Invitation:
-    invitation = Invitation.objects.select_related("group", "invitee").filter(token_hash=_hash(token)).first()
+    invitation = Invitation.objects.select_related("group", "invitee").filter(token_hash=token_digest(token)).first()
     if invitation is None:
         raise InvitationUnusable("This invitation link is not valid.")
     return invitation
@@ -207,15 +210,12 @@ def invitation_for_token(token: str) -> Invitation:
 def invitation_accept(*, token: str, account: Account) -> JoinRequest | None:
     """Turn the invitee's invitation into a join request. None if they are already a member."""
     with transaction.atomic():
-        invitation = Invitation.objects.select_for_update().select_related("group").filter(token_hash=_hash(token)).first()
+        invitation = Invitation.objects.select_for_update().select_related("group").filter(token_hash=token_digest(token)).first()
         if invitation is None:
             raise InvitationUnusable("This invitation link is not valid.")
         if invitation.invitee_id != account.pk:
             raise Forbidden("This invitation is for someone else.")
-        if invitation.status != InvitationStatus.PENDING:
-            raise InvitationUnusable("This invitation link has already been used.")
-        if invitation.expires_at <= timezone.now():
-            raise InvitationUnusable("This invitation link has expired.")
+        invitation_check_usable(invitation)
         invitation.status, invitation.used_at = InvitationStatus.ACCEPTED, timezone.now()
         invitation.save(update_fields=["status", "used_at"])
         if Membership.objects.filter(group=invitation.group, account=account).exists():

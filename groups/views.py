@@ -5,14 +5,12 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from arkme.errors import Forbidden
 
-from .models import InvitationStatus
 from .selectors import chats_of
-from .services import InvitationUnusable, invitation_accept, invitation_for_token
+from .services import InvitationUnusable, invitation_accept, invitation_check_usable, invitation_for_token
 
 
 def _account(request: HttpRequest):
@@ -37,10 +35,10 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     if invitation.invitee_id != account.pk:
         raise PermissionDenied
     if request.method == "GET":
-        if invitation.status != InvitationStatus.PENDING:
-            return _unusable(request, "This invitation link has already been used.")
-        if invitation.expires_at <= timezone.now():
-            return _unusable(request, "This invitation link has expired.")
+        try:
+            invitation_check_usable(invitation)
+        except InvitationUnusable as exc:
+            return _unusable(request, str(exc))
         return render(request, "groups/join.html", {"group": invitation.group, "invitation": invitation})
     try:
         join_request = invitation_accept(token=token, account=account)

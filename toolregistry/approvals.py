@@ -1,7 +1,6 @@
 """Pre-execute approvals: single use, expiring, bound to session, tool and exact arguments."""
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -11,15 +10,12 @@ from django.conf import settings
 from django.utils import timezone
 
 from arkme.errors import ApprovalRequired
+from arkme.ids import token_digest
 
 from .metadata import ApprovalCard
 from .models import AgentSession, ApprovalGrant
 
 TOKEN_PREFIX = "apv_"
-
-
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -34,7 +30,7 @@ def approval_issue(*, session: AgentSession, tool_name: str, digest: str, card: 
     expires_at = timezone.now() + timedelta(seconds=settings.ARKME_APPROVAL_TTL_SECONDS)
     ApprovalGrant.objects.create(
         session=session, tool_name=tool_name, arguments_digest=digest,
-        token_hash=_hash(token), expires_at=expires_at,
+        token_hash=token_digest(token), expires_at=expires_at,
     )
     return IssuedApproval(token=token, card=card, expires_at=expires_at)
 
@@ -49,12 +45,12 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
         raise ApprovalRequired(details={"reason": "missing"} if not token else {"reason": "invalid"})
     now = timezone.now()
     used = ApprovalGrant.objects.filter(
-        token_hash=_hash(token), session=session, tool_name=tool_name,
+        token_hash=token_digest(token), session=session, tool_name=tool_name,
         arguments_digest=digest, used_at__isnull=True, expires_at__gt=now,
     ).update(used_at=now)
     if used == 1:
         return
-    grant = ApprovalGrant.objects.filter(token_hash=_hash(token)).first()
+    grant = ApprovalGrant.objects.filter(token_hash=token_digest(token)).first()
     if grant is None or grant.session_id != session.pk:
         reason = "invalid"
     elif grant.tool_name != tool_name or grant.arguments_digest != digest:

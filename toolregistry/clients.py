@@ -1,7 +1,6 @@
 """DSH client keys: issued once, stored only as a hash, revocable."""
 from __future__ import annotations
 
-import hashlib
 import secrets
 from typing import Iterable
 
@@ -9,16 +8,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from arkme.errors import InvalidRequest, NotFound
+from arkme.ids import token_digest
 
 from .catalog import CATALOG
 from .models import DshClient
 
 KEY_PREFIX = "dsh_"
-
-
-def hash_key(key: str) -> str:
-    # Keys carry 256 random bits, so a fast unsalted hash cannot be brute-forced.
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def dsh_client_create(*, name: str, profiles: Iterable[str] = ()) -> tuple[DshClient, str]:
@@ -34,7 +29,7 @@ def dsh_client_create(*, name: str, profiles: Iterable[str] = ()) -> tuple[DshCl
         raise InvalidRequest("A client with that name exists.", code="client_exists")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     client = DshClient.objects.create(
-        name=name, key_prefix=key[:10], key_hash=hash_key(key), profiles=profiles
+        name=name, key_prefix=key[:10], key_hash=token_digest(key), profiles=profiles
     )
     return client, key
 
@@ -46,7 +41,7 @@ def dsh_client_rotate(*, name: str) -> tuple[DshClient, str]:
         if client is None:
             raise NotFound("No such client.")
         key = KEY_PREFIX + secrets.token_urlsafe(32)
-        client.key_prefix, client.key_hash, client.revoked_at = key[:10], hash_key(key), None
+        client.key_prefix, client.key_hash, client.revoked_at = key[:10], token_digest(key), None
         client.save(update_fields=["key_prefix", "key_hash", "revoked_at"])
     return client, key
 
@@ -64,4 +59,4 @@ def dsh_client_revoke(*, name: str) -> DshClient:
 def client_for_key(key: str) -> DshClient | None:
     if not key.startswith(KEY_PREFIX) or len(key) > 200:
         return None
-    return DshClient.objects.filter(key_hash=hash_key(key), revoked_at__isnull=True).first()
+    return DshClient.objects.filter(key_hash=token_digest(key), revoked_at__isnull=True).first()

@@ -48,6 +48,3 @@ def message_record(*, session: AgentSession, message_id: str, text: str,
         raise
     return message
 
-
-def latest_message(session: AgentSession) -> Message | None:
-    return Message.objects.filter(session=session).order_by("-id").first()

@@ -14,7 +14,7 @@ from arkme.selectors import account_by_public_id
 from .attachment_store import delete_attachments
 from .catalog import CATALOG
 from .metadata import Phase
-from .models import AgentSession, CapturedAttachment, DshClient
+from .models import AgentSession, CapturedAttachment, DshClient, IdempotencyRecord
 from .registrar import Toolset, registrar
 
 WORKSPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -105,8 +105,12 @@ def session_close(*, client: DshClient, public_id: str) -> None:
 
 
 def sessions_purge() -> int:
-    """Close idle sessions and drop the attachments of every ended one. Returns sessions closed."""
+    """Close idle sessions, drop the attachments of every ended one, and forget idempotency
+    keys older than ``ARKME_IDEMPOTENCY_TTL_SECONDS``. Returns sessions closed."""
     with transaction.atomic():
+        IdempotencyRecord.objects.filter(
+            created_at__lt=timezone.now() - timedelta(seconds=settings.ARKME_IDEMPOTENCY_TTL_SECONDS)
+        ).delete()
         idle = list(
             AgentSession.objects.filter(closed_at__isnull=True, last_seen_at__lt=_idle_cutoff())
             .values_list("pk", flat=True)

@@ -250,3 +250,16 @@ def test_server_error_releases_the_idempotency_key(dsh, session, monkeypatch):
     assert dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k").status_code == 500
     monkeypatch.setattr(adapters.AccountAdapter, "account_view", original)
     assert dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k").status_code == 200
+
+
+def test_purge_forgets_expired_idempotency_keys(dsh, session, settings):
+    from django.core.management import call_command
+
+    dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="old")
+    dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="new")
+    IdempotencyRecord.objects.filter(key="old").update(
+        created_at=timezone.now() - timedelta(seconds=settings.ARKME_IDEMPOTENCY_TTL_SECONDS + 1))
+    call_command("arkme_sessions", "purge", stdout=__import__("io").StringIO())
+    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["new"]
+    # An expired key may be used again, for other arguments too.
+    assert dsh.execute(session, "arkme_id_change", {"arkme_id": "x_valid1"}, HTTP_IDEMPOTENCY_KEY="old").status_code == 403

@@ -7,7 +7,7 @@ from ...sessions import sessions_purge
 
 
 class Command(BaseCommand):
-    help = "Purge idle agent sessions and their captured attachments."
+    help = "Purge idle agent sessions, their captured attachments and expired idempotency keys."
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
@@ -15,4 +15,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         closed = sessions_purge()
-        self.stdout.write(f"Closed {closed} idle session(s); attachments of ended sessions removed.")
+        self.stdout.write(f"Closed {closed} idle session(s); attachments of ended sessions and expired "
+                          "idempotency keys removed.")
