@@ -1,6 +1,8 @@
 """The core account domain: an Arkme account and its one-time changeable Arkme ID."""
 from __future__ import annotations
 
+from typing import NamedTuple, Protocol
+
 from django.conf import settings
 from django.db import models
 from django.db.models.functions import Lower
@@ -15,6 +17,23 @@ def new_account_id() -> str:
 def new_initial_arkme_id() -> str:
     # An initial id that satisfies the grammar; the owner may change it once.
     return new_public_id("u", 12).replace("_", "")
+
+
+class AccountIdentity(Protocol):
+    """What reads need to know of the acting account: an ``Account`` or an ``AccountKey``."""
+
+    @property
+    def pk(self) -> int: ...
+
+    @property
+    def public_id(self) -> str: ...
+
+
+class AccountKey(NamedTuple):
+    """An account's keys, already checked by the caller (for example by the session look-up)."""
+
+    pk: int
+    public_id: str
 
 
 class Account(models.Model):

@@ -113,6 +113,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
     )
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Parameters bound by the server let psycopg prepare a statement after its fifth run on
+    # a connection, so the hot reads (the session, the candidates) are planned once per
+    # connection instead of on every call; see docs/PERFORMANCE.md.
+    # DATABASE_PREPARE_THRESHOLD=0 turns this off (for a pooler that cannot keep prepared
+    # statements, such as PgBouncer in transaction mode before 1.21).
+    if _env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=0):
+        DATABASES["default"].setdefault("OPTIONS", {}).update(
+            {"server_side_binding": True, "prepare_threshold": _env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=0)})
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

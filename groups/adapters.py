@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from arkme.models import Account
+from arkme.models import Account, AccountKey
 
 from .refs import make_source_ref
 from .selectors import groups_of
@@ -25,8 +25,11 @@ class GroupAdapter:
 
 
 class GroupMemberAdapter:
-    def candidates(self, *, account_pk: int, source_ref: str, query: str | None, limit: int) -> dict[str, Any]:
-        return group_member_candidates(account=_account(account_pk), source_ref=source_ref, query=query, limit=limit)
+    def candidates(self, *, account_pk: int, account_public_id: str, source_ref: str, query: str | None,
+                   limit: int) -> dict[str, Any]:
+        # A read needs only the account's keys, which the session look-up already checked.
+        return group_member_candidates(account=AccountKey(account_pk, account_public_id), source_ref=source_ref,
+                                       query=query, limit=limit)
 
     def add_members(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> dict[str, Any]:
         return group_members_add(account=_account(account_pk), source_ref=source_ref, candidate_refs=candidate_refs)

@@ -8,6 +8,7 @@ anyone else fails its signature.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from django.core import signing
 
@@ -63,10 +64,14 @@ class CandidateHandle:
     chat_public_id: str
 
 
+def candidate_ref_maker(*, account_public_id: str, group_public_id: str) -> Callable[[str], str]:
+    """Signs candidate refs for one account and group; one signer serves a whole list."""
+    signer = signing.TimestampSigner(salt=_candidate_salt(account_public_id, group_public_id))
+    return lambda chat_public_id: signer.sign_object({"c": chat_public_id}, compress=False)
+
+
 def make_candidate_ref(*, account_public_id: str, group_public_id: str, chat_public_id: str) -> str:
-    return signing.dumps(
-        {"c": chat_public_id}, salt=_candidate_salt(account_public_id, group_public_id), compress=False
-    )
+    return candidate_ref_maker(account_public_id=account_public_id, group_public_id=group_public_id)(chat_public_id)
 
 
 def read_candidate_ref(value: object, *, account_public_id: str, group_public_id: str) -> CandidateHandle:

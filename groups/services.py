@@ -13,13 +13,13 @@ from django.utils import timezone
 
 from arkme.errors import Conflict, Forbidden, NotFound
 from arkme.ids import token_digest
-from arkme.models import Account
+from arkme.models import Account, AccountIdentity
 
 from .models import (
     ChatMessage, Group, Invitation, InvitationStatus, JoinPolicy, JoinRequest, JoinRequestStatus, Membership,
     PrivateChat, Role,
 )
-from .refs import RefExpired, RefInvalid, make_candidate_ref, read_candidate_ref
+from .refs import RefExpired, RefInvalid, candidate_ref_maker, read_candidate_ref
 from .selectors import candidate_chats, chats_of, group_for_source_ref, group_view
 
 logger = logging.getLogger(__name__)
@@ -47,16 +47,15 @@ def private_chat_ensure(*, a: Account, b: Account) -> PrivateChat:
 
 # --- candidates ------------------------------------------------------------------------------
 
-def group_member_candidates(*, account: Account, source_ref: str, query: str | None = None,
+def group_member_candidates(*, account: AccountIdentity, source_ref: str, query: str | None = None,
                             limit: int = CANDIDATE_LIMIT_DEFAULT) -> dict:
     group = group_for_source_ref(account, source_ref)
     rows = candidate_chats(account, group, query=(query or "").strip() or None, limit=limit)
+    candidate_ref = candidate_ref_maker(account_public_id=account.public_id, group_public_id=group.public_id)
     return {
         "group": group_view(group),
         "candidates": [
-            {"candidate_ref": make_candidate_ref(account_public_id=account.public_id, group_public_id=group.public_id,
-                                                 chat_public_id=row["public_id"]),
-             "display_name": row["other_name"]}
+            {"candidate_ref": candidate_ref(row["public_id"]), "display_name": row["other_name"]}
             for row in rows[:limit]
         ],
         "truncated": len(rows) > limit,

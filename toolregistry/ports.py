@@ -43,7 +43,8 @@ class GalleryPort(Protocol):
 
 
 class GroupMemberPort(Protocol):
-    def candidates(self, *, account_pk: int, source_ref: str, query: str | None, limit: int) -> dict[str, Any]: ...
+    def candidates(self, *, account_pk: int, account_public_id: str, source_ref: str, query: str | None,
+                   limit: int) -> dict[str, Any]: ...
 
     def add_members(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> dict[str, Any]: ...
 

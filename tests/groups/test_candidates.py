@@ -112,3 +112,56 @@ def test_the_whole_tool_call_takes_two_queries(chats, members):
         result = group_member_candidates(account=me, source_ref=ref, limit=50)
     assert len(queries) == 2
     assert result["group"]["member_count"] == members + 1
+
+
+@pytest.mark.django_db
+def test_chats_on_both_sides_of_the_pair_merge_newest_first():
+    from groups.models import Group
+
+    # Chats store the lower account id first, so people created before "me" sit on the other side.
+    before = [Account.objects.create(display_name=f"Before {i}") for i in range(3)]
+    me = Account.objects.create(display_name="Me")
+    after = [Account.objects.create(display_name=f"After {i}") for i in range(3)]
+    group = Group.objects.create(name="g")
+    membership_ensure(group=group, account=me)
+    now = timezone.now()
+    newest_first = [after[0], before[0], after[1], before[1], before[2], after[2]]
+    for age, person in enumerate(newest_first):
+        chat = private_chat_ensure(a=me, b=person)
+        PrivateChat.objects.filter(pk=chat.pk).update(last_activity_at=now - timedelta(minutes=age))
+    expected = [p.display_name for p in newest_first]
+    assert [r["other_name"] for r in candidate_chats(me, group, query=None, limit=10)] == expected
+    assert [r["other_name"] for r in candidate_chats(me, group, query=None, limit=3)] == expected[:4]
+    assert [r["other_name"] for r in candidate_chats(me, group, query="before", limit=1)] == expected[1:4:2]
+
+
+@pytest.mark.django_db
+def test_query_wildcards_match_literally():
+    from groups.models import Group
+
+    me = Account.objects.create(display_name="Me")
+    group = Group.objects.create(name="g")
+    membership_ensure(group=group, account=me)
+    for name in ("50% off", "a_b", "axb", "back\\slash"):
+        private_chat_ensure(a=me, b=Account.objects.create(display_name=name))
+
+    def found(query):
+        return sorted(r["other_name"] for r in candidate_chats(me, group, query=query, limit=10))
+
+    assert found("%") == ["50% off"]
+    assert found("_") == ["a_b"]
+    assert found("\\") == ["back\\slash"]
+    assert found("A") == ["a_b", "axb", "back\\slash"]
+
+
+def test_the_api_call_reads_the_account_only_through_the_session(dsh, alice_session, refs):
+    # The client, the session with its account, the group, the candidates, the audit row.
+    from rest_framework.test import APIClient
+
+    api = APIClient()  # not the recording client, whose leak scan reads the database too
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {dsh.key}")
+    path = f"/dsh/v1/sessions/{alice_session}/tools/arkme_group_member_candidates/execute"
+    with CaptureQueriesContext(connection) as queries:
+        response = api.post(path, {"arguments": {"source_ref": refs["open-group"]}}, format="json")
+    assert response.status_code == 200
+    assert len(queries) == 5, [q["sql"][:80] for q in queries]

@@ -36,7 +36,8 @@ INPUT_SCHEMA = {
 
 def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return context.ports.group_members.candidates(
-        account_pk=context.principal.account_pk, source_ref=arguments["source_ref"],
+        account_pk=context.principal.account_pk, account_public_id=context.principal.account_public_id,
+        source_ref=arguments["source_ref"],
         query=arguments.get("query"), limit=arguments.get("limit", 50),
     )
 
