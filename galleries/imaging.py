@@ -4,14 +4,20 @@ The format comes from the bytes, never a name. A raster is fully decoded under a
 limit, turned upright by its EXIF orientation, measured, converted to sRGB, and encoded
 again without any metadata (EXIF, XMP, text chunks, ICC profile, comments): a user's GPS
 position must not reach a public gallery.
+
+A PNG that is already upright and has no colour profile needs no new pixels: it is stored
+as its image chunks alone (header, palette, transparency, image data), every other chunk
+left out. Encoding a PNG costs eight times its decoding, and the stored bytes are then
+exactly the pixels the user gave.
 """
 from __future__ import annotations
 
 import io
 import warnings
+import zlib
 from dataclasses import dataclass
 
-from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from arkme.errors import ContentRejected
 
@@ -23,6 +29,12 @@ MAX_SIDE = 4096
 MAX_PIXELS = MAX_SIDE * MAX_SIDE
 
 PILLOW_FORMATS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "gif": "GIF"}
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# The chunks that are the image itself; a kept PNG has these and nothing else.
+_PNG_IMAGE_CHUNKS = frozenset({b"IHDR", b"PLTE", b"tRNS", b"IDAT", b"IEND"})
+# Animation chunks: such a PNG is decoded and encoded again instead. (A colour profile or
+# an orientation is found by decoding, in process_raster, which then converts.)
+_PNG_CONVERT_CHUNKS = frozenset({b"acTL", b"fcTL", b"fdAT"})
 _SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
 
 
@@ -62,6 +74,33 @@ def sniff(data: bytes, field: str | None = None) -> str:
     )
 
 
+def png_image_chunks(data: bytes) -> bytes | None:
+    """The PNG with only its image chunks, each with a valid checksum; or None when it must
+    be decoded and encoded again (animation, an unknown critical chunk, a bad checksum, a
+    missing header or end). Bytes after the end are dropped."""
+    if not data.startswith(PNG_SIGNATURE):
+        return None
+    view = memoryview(data)
+    kept: list[bytes | memoryview] = [PNG_SIGNATURE]
+    position, first = len(PNG_SIGNATURE), True
+    while position + 12 <= len(data):
+        length = int.from_bytes(view[position:position + 4], "big")
+        kind = bytes(view[position + 4:position + 8])
+        end = position + 12 + length
+        if end > len(data) or (first and kind != b"IHDR") or kind in _PNG_CONVERT_CHUNKS:
+            return None
+        if kind in _PNG_IMAGE_CHUNKS:
+            if zlib.crc32(view[position + 4:end - 4]) != int.from_bytes(view[end - 4:end], "big"):
+                return None
+            kept.append(view[position:end])
+            if kind == b"IEND":
+                return b"".join(kept)
+        elif not kind[0] & 0x20:  # an upper-case first letter: a critical chunk this code does not know
+            return None
+        position, first = end, False
+    return None
+
+
 def _to_srgb(image: Image.Image, field: str | None) -> Image.Image:
     # Without a profile the pixels are taken as sRGB; a CMYK JPEG is converted by the encoder.
     icc = image.info.get("icc_profile")
@@ -97,7 +136,7 @@ def _encode(image: Image.Image, fmt: str) -> bytes:
 
 
 def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[bytes, int, int]:
-    """Validate and re-encode a raster image. Returns (clean bytes, width, height)."""
+    """Validate and normalise a raster image. Returns (clean bytes, width, height)."""
     if len(data) > MAX_SOURCE_BYTES:
         raise ImageRejected("image_too_large", "An image may have at most 5 MiB.", field)
     try:
@@ -111,7 +150,10 @@ def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[byt
             if getattr(image, "n_frames", 1) > 1 or getattr(image, "is_animated", False):
                 raise ImageRejected("animated_image", "Animated images are not accepted.", field)
             image.load()
-            image = ImageOps.exif_transpose(image) or image
+            # exif_transpose also reads an orientation given in XMP.
+            upright = image.getexif().get(ExifTags.Base.Orientation, 1) not in range(2, 9)
+            if not upright:
+                image = ImageOps.exif_transpose(image)
     except ImageRejected:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError,
@@ -120,8 +162,8 @@ def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[byt
     width, height = image.size
     if not (MIN_SIDE <= width <= MAX_SIDE and MIN_SIDE <= height <= MAX_SIDE):
         raise ImageRejected("image_dimensions", f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
-    image = _to_srgb(image, field)
-    clean = _encode(image, fmt)
+    kept = png_image_chunks(data) if fmt == "png" and upright and not image.info.get("icc_profile") else None
+    clean = kept if kept is not None else _encode(_to_srgb(image, field), fmt)
     if len(clean) > MAX_STORED_BYTES:
         raise ImageRejected("image_too_large", "The image would take more than 5 MiB to store.", field)
     return clean, width, height

@@ -22,7 +22,7 @@ from toolregistry import conversation
 
 from .blobs import StagedImage, blob_stage, blobs_store_staged
 from .models import Blob, Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
-from .pipeline import process_image
+from .pipeline import process_image, reproduce_image
 from .selectors import extension_for_owner, gallery_shas, gallery_view
 from .sources import SourceGone, read_source, resolve_handles
 
@@ -183,7 +183,8 @@ def gallery_confirm_add(*, account: Account, session, extension: str, operation:
             raise _fail(op, changed) from exc
         if now.sha256 != source["source_sha256"]:
             raise _fail(op, changed)
-        image = process_image(now.data, source["field"])
+        image = reproduce_image(now.data, source["field"], content_sha256=source["content_sha256"],
+                                width=source["width"], height=source["height"])
         if image.sha256 != source["content_sha256"]:
             raise _fail(op, changed)
         # Staged as it goes, so only one image is in memory at a time.

@@ -6,7 +6,7 @@ import base64
 from arkme.tasking import run_and_wait
 
 from .blobstore import sha256_hex
-from .imaging import ProcessedImage, process_raster, sniff
+from .imaging import ProcessedImage, png_image_chunks, process_raster, sniff
 from .svg import sanitise_svg
 
 
@@ -22,3 +22,15 @@ def process_image(data: bytes, field: str | None = None) -> ProcessedImage:
     else:
         clean, width, height = process_raster(data, fmt, field)
     return ProcessedImage(data=clean, sha256=sha256_hex(clean), width=width, height=height, format=fmt)
+
+
+def reproduce_image(data: bytes, field: str | None, *, content_sha256: str, width: int, height: int) -> ProcessedImage:
+    """The image prepare made from these bytes, which the caller has found unchanged (same
+    source fingerprint), so they were validated then. A PNG prepare kept as its image chunks
+    is kept again without decoding it; anything else is processed again in full."""
+    kept = png_image_chunks(data)
+    if kept is not None:
+        sha256 = sha256_hex(kept)
+        if sha256 == content_sha256:
+            return ProcessedImage(data=kept, sha256=sha256, width=width, height=height, format="png")
+    return process_image(data, field)

@@ -290,6 +290,25 @@ def test_svg_from_the_workspace_is_stored_as_png(gs):
     assert result(gs.confirm(body["operation"]))["gallery"]["items"][0]["format"] == "png"
 
 
+def test_confirm_keeps_a_clean_png_again_without_decoding_it(gs, monkeypatch):
+    import hashlib
+
+    from PIL import Image
+
+    from galleries.imaging import png_image_chunks
+
+    clean, turned = images.png_with_metadata(), images.png_with_exif_orientation()
+    body = result(gs.prepare(source="workspace", workspace_paths=[gs.write("clean.png", clean),
+                                                                  gs.write("turned.png", turned)]))
+    gs.say("确认")
+    decoded = []
+    real_open = Image.open
+    monkeypatch.setattr(Image, "open", lambda *args, **kwargs: decoded.append(1) or real_open(*args, **kwargs))
+    assert result(gs.confirm(body["operation"]))["added"] == 2
+    assert len(decoded) == 1  # the turned one is decoded and encoded again; the clean one is not
+    assert Blob.objects.filter(sha256=hashlib.sha256(png_image_chunks(clean)).hexdigest()).exists()
+
+
 def test_session_without_a_workspace_is_refused(dsh, world):
     session = dsh.open_session(world.alice)["session"]
     dsh.put(f"sessions/{session}/phases/attachments")

@@ -101,3 +101,72 @@ def test_process_image_fingerprints_the_stored_bytes():
 def test_decoding_is_deterministic_so_confirm_can_check_content():
     data = images.jpeg_with_gps_and_orientation()
     assert process_image(data).sha256 == process_image(data).sha256
+
+
+def test_clean_png_keeps_its_image_chunks_and_drops_every_other():
+    source = images.png_with_metadata()
+    clean, width, height = process_raster(source, "png")
+    kinds = [kind for kind, _ in images.png_chunks(clean)]
+    assert kinds[0] == b"IHDR" and kinds[-1] == b"IEND" and set(kinds) == {b"IHDR", b"IDAT", b"IEND"}
+    # The pixels are the user's, byte for byte; text, resolution and trailing bytes are gone.
+    idat = [payload for kind, payload in images.png_chunks(source) if kind == b"IDAT"]
+    assert [payload for kind, payload in images.png_chunks(clean) if kind == b"IDAT"] == idat
+    assert b"secret" not in clean and b"SecretCam" not in clean
+    stored = Image.open(io.BytesIO(clean))
+    assert (width, height) == stored.size and not stored.text and "dpi" not in stored.info
+    assert stored.tobytes() == Image.open(io.BytesIO(source)).tobytes()
+
+
+@pytest.mark.parametrize("make", [images.png_with_exif_orientation, images.png_with_xmp_orientation])
+def test_png_with_an_orientation_is_turned_upright_and_encoded_again(make):
+    clean, width, height = process_raster(make((600, 400), orientation=6), "png")
+    assert (width, height) == (400, 600)
+    stored = Image.open(io.BytesIO(clean))
+    assert stored.size == (400, 600) and not stored.getexif() and not stored.text
+
+
+def test_png_with_a_colour_profile_is_converted_not_kept(monkeypatch):
+    from galleries import imaging
+
+    encoded = []
+    monkeypatch.setattr(imaging, "_encode", lambda image, fmt: encoded.append(fmt) or b"converted")
+    process_raster(images.png_with_text_and_icc(), "png")
+    assert encoded == ["png"]
+    encoded.clear()
+    process_raster(images.png_with_metadata(), "png")
+    assert encoded == []
+
+
+@pytest.mark.parametrize("damage", ["idat_checksum", "unknown_critical_chunk", "no_end", "animation", "header_not_first"])
+def test_pngs_that_cannot_be_kept_as_they_are(damage):
+    from galleries.imaging import png_image_chunks
+
+    data = images.png((400, 400))
+    assert png_image_chunks(data) is not None
+    if damage == "idat_checksum":
+        at = data.index(b"IDAT") + 4
+        data = data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]
+    elif damage == "unknown_critical_chunk":
+        data = images.png_with_chunk(data, images.png_chunk(b"ABCD", b"x"))
+    elif damage == "no_end":
+        data = data[:-12]
+    elif damage == "animation":
+        data = images.png_with_chunk(data, images.png_chunk(b"acTL", bytes(8)))
+    else:
+        data = data[:8] + images.png_chunk(b"tEXt", b"a\x00b") + data[8:]
+    assert png_image_chunks(data) is None
+
+
+def test_unknown_ancillary_chunks_are_dropped():
+    from galleries.imaging import png_image_chunks
+
+    data = images.png_with_chunk(images.png((400, 400)), images.png_chunk(b"prVt", b"private data"))
+    assert b"private data" not in png_image_chunks(data)
+
+
+def test_an_upright_exif_is_dropped_without_encoding_again(monkeypatch):
+    from galleries import imaging
+
+    monkeypatch.setattr(imaging, "_encode", lambda image, fmt: pytest.fail("encoded again"))
+    clean, width, height = process_raster(images.png_with_exif_orientation((600, 400), orientation=1), "png")
+    assert (width, height) == (600, 400) and b"eXIf" not in clean
