@@ -1,14 +1,16 @@
 """Agent sessions: opening, reading, the attachments phase, closing and purging."""
 from __future__ import annotations
 
+import functools
 import re
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from arkme.errors import Forbidden, InvalidRequest, NotFound
+from arkme.models import Account
 from arkme.selectors import account_by_public_id
 
 from .attachment_store import delete_attachments
@@ -19,8 +21,9 @@ from .registrar import Toolset, registrar
 
 WORKSPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # What a DSH call reads of a session and its account; the rest stays in the database.
-SESSION_COLUMNS = ("public_id", "client_id", "account_id", "profile", "workspace", "attachments_mounted",
-                   "last_seen_at", "closed_at", "account__public_id", "account__is_active")
+_SESSION_FIELDS = ("id", "public_id", "client_id", "account_id", "profile", "workspace", "attachments_mounted",
+                   "last_seen_at", "closed_at")
+SESSION_COLUMNS = (*_SESSION_FIELDS[1:], "account__public_id", "account__is_active")
 # Refreshing last_seen_at on every read would turn reads into writes.
 TOUCH_INTERVAL = timedelta(seconds=60)
 
@@ -53,14 +56,46 @@ def session_open(*, client: DshClient, account: str, profile: str | None = None,
     return AgentSession.objects.create(client=client, account=owner, profile=profile, workspace=workspace or "")
 
 
+@functools.cache
+def _session_sql(vendor: str) -> str:
+    """The read of ``session_for_client`` as SQL written once per database vendor.
+
+    Every DSH call runs it, and composing and compiling the join with the ORM cost twice as
+    much as running it (docs/PERFORMANCE.md). The account's two columns come back as
+    ``account_public_id`` and ``account_is_active``.
+    """
+    quote = connection.ops.quote_name
+    fields = [AgentSession._meta.get_field(name) for name in _SESSION_FIELDS]
+    columns = ", ".join(f"s.{quote(field.column)} AS {quote(field.attname)}" for field in fields)
+    account = {name: quote(Account._meta.get_field(name).column) for name in ("id", "public_id", "is_active")}
+    return (
+        f"SELECT {columns}, a.{account['public_id']} AS account_public_id,"
+        f" a.{account['is_active']} AS account_is_active"
+        f" FROM {quote(AgentSession._meta.db_table)} s"
+        f" JOIN {quote(Account._meta.db_table)} a ON a.{account['id']} = s.{quote('account_id')}"
+        f" WHERE s.{quote('client_id')} = %s AND s.{quote('public_id')} = %s"
+    )
+
+
+def _session_row(client: DshClient, public_id: str) -> AgentSession | None:
+    session = next(iter(AgentSession.objects.raw(_session_sql(connection.vendor), [client.pk, public_id])), None)
+    if session is not None:
+        # The account as select_related would have attached it, with only these columns loaded.
+        session.account = Account.from_db(connection.alias, ["id", "public_id", "is_active"],
+                                          [session.account_id, session.account_public_id,
+                                           bool(session.account_is_active)])
+    return session
+
+
 def session_for_client(client: DshClient, public_id: str, *, for_update: bool = False) -> AgentSession:
     """The client's own open, unexpired session; anything else is one indistinguishable 404."""
-    queryset = AgentSession.objects.select_related("account").only(*SESSION_COLUMNS).filter(
-        public_id=str(public_id), client=client)
     if for_update:
-        queryset = queryset.select_for_update(of=("self",))
+        queryset = AgentSession.objects.select_related("account").only(*SESSION_COLUMNS).filter(
+            public_id=str(public_id), client=client).select_for_update(of=("self",))
+        session = next(iter(queryset.order_by()[:1]), None)
+    else:
+        session = _session_row(client, str(public_id))
     # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
-    session = next(iter(queryset.order_by()[:1]), None)
     if (session is None or session.closed_at is not None or session.last_seen_at < _idle_cutoff()
             or not session.account.is_active):
         raise NotFound("No such session.", code="unknown_session")

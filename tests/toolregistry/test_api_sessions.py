@@ -167,6 +167,32 @@ def test_closed_session_is_404_for_every_call(dsh, world):
     assert dsh.delete(f"sessions/{session}").status_code == 404
 
 
+def test_a_deactivated_accounts_session_is_404_for_reads_and_writes(dsh, world):
+    from arkme.models import Account
+
+    session = dsh.open_session(world.alice)["session"]
+    Account.objects.filter(pk=world.alice.pk).update(is_active=False)
+    assert dsh.get(f"sessions/{session}").status_code == 404
+    assert dsh.execute(session, "arkme_context", {}).status_code == 404
+    assert dsh.put(f"sessions/{session}/phases/attachments").status_code == 404
+    Account.objects.filter(pk=world.alice.pk).update(is_active=True)
+    assert dsh.get(f"sessions/{session}").status_code == 200
+
+
+def test_a_session_read_is_one_statement_with_its_account(dsh, world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from toolregistry.sessions import session_for_client
+
+    session = dsh.open_session(world.alice)["session"]
+    with CaptureQueriesContext(connection) as queries:
+        found = session_for_client(dsh.client, session)
+        assert (found.account.public_id, found.account_id, found.profile) == (
+            world.alice.public_id, world.alice.pk, "business")
+    assert len(queries) == 1
+
+
 def test_idle_session_expires(dsh, world, settings):
     session = dsh.open_session(world.alice)["session"]
     settings.ARKME_SESSION_IDLE_SECONDS = 60
