@@ -1,0 +1,92 @@
+"""The benchmark harness: its JSON, its skips, and the baselines it serves beside the product.
+
+No timing is asserted here; the figures themselves are for ``make bench``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rest_framework.test import APIClient
+
+from groups.refs import read_candidate_ref
+from toolregistry.models import ToolCall
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTRACT_KEYS = {"name", "value", "unit", "baseline", "goal"}
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ARKME_BENCH_DATABASE_URL")}
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+
+
+def test_postgres_figures_skip_with_a_reason_without_database_url():
+    figures = json.loads(bench("--json", "--only", "candidates_growth", "api_throughput").stdout)
+    assert [f["name"] for f in figures] == ["candidates_growth", "api_throughput"]
+    for figure in figures:
+        assert CONTRACT_KEYS <= set(figure)
+        assert figure["value"] is None and figure["goal"] and figure["baseline"]
+        assert "DATABASE_URL" in figure["skipped"]
+
+
+def test_the_table_names_every_figure_it_ran():
+    table = bench("--only", "candidates_growth", "api_throughput").stdout.splitlines()
+    assert table[0].split()[:2] == ["name", "value"]
+    assert [line.split()[0] for line in table[1:]] == ["candidates_growth", "api_throughput"]
+    assert all("skipped: needs PostgreSQL" in line for line in table[1:])
+
+
+def test_an_unknown_option_is_refused():
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        bench("--bogus")
+    assert "usage: python -m bench" in refused.value.stderr
+
+
+@pytest.fixture
+def bench_urls(settings):
+    settings.ROOT_URLCONF = "bench.urls"
+
+
+@pytest.fixture
+def alice_session(dsh, world):
+    return dsh.open_session(world.alice)["session"]
+
+
+@pytest.fixture
+def refs(dsh, alice_session):
+    result = dsh.execute(alice_session, "arkme_context", {}).json()["result"]
+    return {group["name"]: group["source_ref"] for group in result["groups"]}
+
+
+def test_the_floor_view_does_the_work_of_a_candidates_call(bench_urls, dsh, alice_session, refs, world):
+    """The throughput yardstick is only honest while it returns what the product returns."""
+    arguments = {"source_ref": refs["approval-group"]}
+    calls = ToolCall.objects.count()
+    product = dsh.execute(alice_session, "arkme_group_member_candidates", arguments)
+    floor = dsh.api.post(f"/bench/floor/{alice_session}/candidates", {"arguments": arguments}, format="json")
+    assert product.status_code == floor.status_code == 200
+    assert ToolCall.objects.count() == calls + 2  # each audited once
+
+    def chats(body):
+        result = body["result"]
+        handles = [read_candidate_ref(c["candidate_ref"], account_public_id=world.alice.public_id,
+                                      group_public_id=world.approval_group.public_id).chat_public_id
+                   for c in result["candidates"]]
+        listed = [{k: v for k, v in c.items() if k != "candidate_ref"} for c in result["candidates"]]
+        return {**result, "candidates": listed}, handles
+
+    assert chats(floor.json()) == chats(product.json())
+    assert len(chats(product.json())[1]) == 3
+
+
+def test_the_bare_view_reads_only_the_callers_session(bench_urls, dsh, other_dsh, alice_session):
+    assert dsh.api.get(f"/bench/bare/{alice_session}").json()["public_id"] == alice_session
+    assert other_dsh.api.get(f"/bench/bare/{alice_session}").status_code == 404
+    stranger = APIClient(HTTP_AUTHORIZATION="Bearer dsh_wrong")
+    assert stranger.get(f"/bench/bare/{alice_session}").status_code == 401
