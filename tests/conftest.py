@@ -184,6 +184,18 @@ def world(db) -> World:
     )
 
 
+@pytest.fixture
+def alice_session(dsh, world):
+    return dsh.open_session(world.alice)["session"]
+
+
+@pytest.fixture
+def refs(dsh, alice_session):
+    """Alice's source refs by group name, as arkme_context hands them out."""
+    result = dsh.execute(alice_session, "arkme_context", {}).json()["result"]
+    return {group["name"]: group["source_ref"] for group in result["groups"]}
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint():
     """moto's standalone S3 server over HTTP on 127.0.0.1, for the whole run."""

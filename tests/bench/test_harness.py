@@ -53,17 +53,6 @@ def bench_urls(settings):
     settings.ROOT_URLCONF = "bench.urls"
 
 
-@pytest.fixture
-def alice_session(dsh, world):
-    return dsh.open_session(world.alice)["session"]
-
-
-@pytest.fixture
-def refs(dsh, alice_session):
-    result = dsh.execute(alice_session, "arkme_context", {}).json()["result"]
-    return {group["name"]: group["source_ref"] for group in result["groups"]}
-
-
 def test_the_floor_view_does_the_work_of_a_candidates_call(bench_urls, dsh, alice_session, refs, world):
     """The throughput yardstick is only honest while it returns what the product returns."""
     arguments = {"source_ref": refs["approval-group"]}

@@ -4,18 +4,6 @@ import pytest
 
 
 @pytest.fixture
-def alice_session(dsh, world):
-    return dsh.open_session(world.alice)["session"]
-
-
-@pytest.fixture
-def refs(dsh, alice_session):
-    """Alice's source refs by group name, as arkme_context hands them out."""
-    result = dsh.execute(alice_session, "arkme_context", {}).json()["result"]
-    return {group["name"]: group["source_ref"] for group in result["groups"]}
-
-
-@pytest.fixture
 def candidates(dsh, alice_session, refs):
     def fetch(group: str, **kw):
         response = dsh.execute(alice_session, "arkme_group_member_candidates", {"source_ref": refs[group], **kw})
