@@ -9,4 +9,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arkme.settings")
 
 app = Celery("arkme")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["galleries", "groups", "toolregistry"])
+# Each task module sits next to what it wraps; all of them are listed here.
+app.autodiscover_tasks(["galleries", "galleries.blobs", "groups", "toolregistry"])
+app.autodiscover_tasks(["galleries.ingest"], related_name="svg_render")

@@ -7,15 +7,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from galleries.library import account_image_create, image_ref_for
+from arkme.accounts.models import Account
+from arkme.conversations.clients import dsh_client_create, dsh_client_rotate
+from arkme.conversations.models import DshClient
 from galleries.models import Extension
-from galleries.services import extension_create
+from galleries.services.account_images import account_image_create, image_ref_for
+from galleries.services.extensions import extension_create
 from groups.models import Group, JoinPolicy, Role
 from groups.services import membership_ensure, private_chat_ensure
-from toolregistry.clients import dsh_client_create, dsh_client_rotate
-from toolregistry.models import DshClient
-
-from .models import Account
 
 DEMO_PEOPLE = {"alice": "Alice Liddell", "bob": "Bob Builder", "carol": "Carol Danvers", "dave": "Dave Bowman"}
 DEMO_CLIENT = "demo-dsh"

@@ -67,6 +67,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "arkme.apps.ArkmeConfig",
+    "arkme.accounts.apps.AccountsConfig",
+    "arkme.conversations.apps.ConversationsConfig",
     "galleries.apps.GalleriesConfig",
     "groups.apps.GroupsConfig",
     "toolregistry.apps.ToolRegistryConfig",
@@ -104,7 +106,7 @@ DATABASES = {
     "default": dj_database_url.config(
         env="DATABASE_URL",
         default=f"sqlite:///{VAR_DIR / 'arkme.sqlite3'}",
-        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0") or 0),
+        conn_max_age=_env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -119,9 +121,10 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # connection instead of on every call; see docs/PERFORMANCE.md.
     # DATABASE_PREPARE_THRESHOLD=0 turns this off (for a pooler that cannot keep prepared
     # statements, such as PgBouncer in transaction mode before 1.21).
-    if _env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=0):
+    _prepare_threshold = _env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=0)
+    if _prepare_threshold:
         DATABASES["default"].setdefault("OPTIONS", {}).update(
-            {"server_side_binding": True, "prepare_threshold": _env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=0)})
+            {"server_side_binding": True, "prepare_threshold": _prepare_threshold})
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -193,7 +196,7 @@ ARKME_INVITATION_TTL_SECONDS = _env_int("ARKME_INVITATION_TTL_SECONDS", 7 * 8640
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = ARKME_MESSAGE_MAX_ATTACHMENTS
 FILE_UPLOAD_HANDLERS = [
-    "toolregistry.uploads.LimitedTemporaryFileUploadHandler",
+    "arkme.conversations.uploads.LimitedTemporaryFileUploadHandler",
 ]
 
 # --- Celery --------------------------------------------------------------------------
@@ -226,6 +229,9 @@ if os.environ.get("CELERY_BROKER_TRANSPORT_OPTIONS", "").strip():
     except (ValueError, TypeError) as exc:
         raise ImproperlyConfigured("CELERY_BROKER_TRANSPORT_OPTIONS must be a JSON object") from exc
 ARKME_TASK_WAIT_SECONDS = _env_int("ARKME_TASK_WAIT_SECONDS", 60)
+# The SVG render process: its wall-clock deadline per render and its address-space budget.
+ARKME_SVG_TIMEOUT_SECONDS = _env_int("ARKME_SVG_TIMEOUT_SECONDS", 10)
+ARKME_SVG_MEMORY_BYTES = _env_int("ARKME_SVG_MEMORY_BYTES", 512 * 1024 * 1024, minimum=64 * 1024 * 1024)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "arkme-purge-sessions": {"task": "toolregistry.tasks.purge_sessions", "schedule": 600.0},
@@ -264,7 +270,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # Tool input schemas are JSON Schema 2020-12, which OpenAPI 3.1 embeds as it is.
     "OAS_VERSION": "3.1.0",
-    "ENUM_NAME_OVERRIDES": {"PhaseEnum": ["core", "attachments"]},
+    "ENUM_NAME_OVERRIDES": {
+        "PhaseEnum": ["core", "attachments"],
+        "ErrorCodeEnum": "arkme.kernel.errors.ErrorCode",
+    },
 }
 
 # --- Security defaults for production ----------------------------------------------------

@@ -10,7 +10,7 @@ from .common import Result, paired_medians
 def world(chats: int, members: int):
     from django.utils import timezone
 
-    from arkme.models import Account
+    from arkme.accounts.models import Account
     from groups.models import Group, Membership, PrivateChat
     from groups.refs import make_source_ref
 

@@ -31,11 +31,11 @@ def measure() -> dict:
     from django.conf import settings
     from PIL import Image
 
-    from arkme.models import Account
-    from galleries.operations import gallery_prepare_add
-    from galleries.services import extension_create
-    from toolregistry.clients import dsh_client_create
-    from toolregistry.models import AgentSession
+    from arkme.accounts.models import Account
+    from galleries.services.gallery_add import gallery_prepare_add
+    from galleries.services.extensions import extension_create
+    from arkme.conversations.clients import dsh_client_create
+    from arkme.conversations.models import AgentSession
 
     root = Path(settings.ARKME_WORKSPACE_ROOT) / "memory"
     root.mkdir(parents=True, exist_ok=True)
@@ -54,14 +54,14 @@ def measure() -> dict:
     image = Image.new("RGB", (400, 400), (9, 9, 9))
     image.save(root / "warm.png", "PNG")
     gallery_prepare_add(account=account, session=session, extension=extension_create(owner=account, name="warm").public_id,
-                        arguments={"source": "workspace", "workspace_paths": ["warm.png"]})
+                        source={"source": "workspace", "workspace_paths": ["warm.png"]})
     import gc
     gc.collect()
     idle = _status("VmRSS")
     with open("/proc/self/clear_refs", "w") as handle:
         handle.write("5")
     gallery_prepare_add(account=account, session=session, extension=extension.public_id,
-                        arguments={"source": "workspace", "workspace_paths": names})
+                        source={"source": "workspace", "workspace_paths": names})
     peak = _status("VmHWM")
     sizes = [(root / n).stat().st_size for n in names]
     return {"idle_mib": idle / 2 ** 20, "peak_mib": peak / 2 ** 20,

@@ -48,12 +48,12 @@ def run() -> Result:
     from django.core.files.storage import storages
     from PIL import Image
 
-    from arkme.models import Account
+    from arkme.accounts.models import Account
     from galleries.models import Blob, GalleryItem, PendingOperation
-    from galleries.operations import gallery_confirm_add, gallery_prepare_add
-    from galleries.services import extension_create
-    from toolregistry.clients import dsh_client_create
-    from toolregistry.models import AgentSession, Message
+    from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_add
+    from galleries.services.extensions import extension_create
+    from arkme.conversations.clients import dsh_client_create
+    from arkme.conversations.models import AgentSession, Message
 
     root = Path(settings.ARKME_WORKSPACE_ROOT) / "bench"
     names = workspace(root)
@@ -68,7 +68,7 @@ def run() -> Result:
     def product(session=sessions["bench"]):
         extension = extension_create(owner=account, name=f"bench-{next(counter)}")
         op = gallery_prepare_add(account=account, session=session, extension=extension.public_id,
-                                 arguments={"source": "workspace", "workspace_paths": names})["operation"]
+                                 source={"source": "workspace", "workspace_paths": names}).public_id
         Message.objects.create(session=session, message_id=f"m{next(counter)}", text="确认")
         gallery_confirm_add(account=account, session=session, extension=extension.public_id, operation=op)
         # The next round stores everything again.

@@ -10,9 +10,9 @@ REQUESTS = 300
 def run() -> Result:
     from django.test import Client
 
-    from arkme.models import Account
-    from toolregistry.clients import dsh_client_create
-    from toolregistry.sessions import session_open
+    from arkme.accounts.models import Account
+    from arkme.conversations.clients import dsh_client_create
+    from arkme.conversations.sessions import session_open
 
     client, key = dsh_client_create(name="bench-session-view")
     account = Account.objects.create(display_name="Bench")

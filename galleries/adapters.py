@@ -1,53 +1,56 @@
-"""The gallery-side Ports, implemented over the gallery selectors and services."""
+"""The gallery-side Ports, implemented over the gallery selectors and services.
+
+Each method receives the keys the session look-up already checked and projects what the
+service returns through the selectors; nothing here re-reads the account or the session.
+"""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
-from arkme.models import Account
-from toolregistry.models import AgentSession
+from arkme.accounts.models import AccountKey
+from arkme.conversations.models import SessionKey
 
-from .edits import describe_delete, describe_reorder, gallery_delete_items, gallery_reorder_items
-from .operations import gallery_cancel_add, gallery_confirm_add, gallery_prepare_add
-from .selectors import extensions_of, gallery_view
-
-
-def _account(account_pk: int) -> Account:
-    return Account.objects.get(pk=account_pk)
-
-
-def _session(session_pk: int) -> AgentSession:
-    return AgentSession.objects.get(pk=session_pk)
+from .selectors import (
+    ConfirmView, ExtensionView, GalleryResult, PrepareView, SourceArguments, extension_view, extensions_with_items,
+    gallery_view, operation_view,
+)
+from .services.gallery_add import gallery_cancel_add, gallery_confirm_add, gallery_prepare_add
+from .services.gallery_edit import describe_delete, describe_reorder, gallery_delete_items, gallery_reorder_items
 
 
 class ExtensionAdapter:
-    def extensions_with_galleries(self, *, account_pk: int) -> list[dict[str, Any]]:
-        return [
-            {"extension": ext.public_id, "name": ext.name, "gallery": gallery_view(ext.gallery)}
-            for ext in extensions_of(_account(account_pk))
-        ]
+    def extensions_with_galleries(self, *, account: AccountKey) -> list[ExtensionView]:
+        return [extension_view(extension) for extension in extensions_with_items(account)]
 
 
 class GalleryAdapter:
-    def prepare_add(self, *, account_pk: int, session_pk: int, extension: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return gallery_prepare_add(account=_account(account_pk), session=_session(session_pk),
-                                   extension=extension, arguments=arguments)
+    def prepare_add(self, *, account: AccountKey, session: SessionKey, extension: str,
+                    source: SourceArguments) -> PrepareView:
+        return operation_view(gallery_prepare_add(account=account, session=session, extension=extension,
+                                                  source=source))
 
-    def confirm_add(self, *, account_pk: int, session_pk: int, extension: str, operation: str) -> dict[str, Any]:
-        return gallery_confirm_add(account=_account(account_pk), session=_session(session_pk),
-                                   extension=extension, operation=operation)
+    def confirm_add(self, *, account: AccountKey, session: SessionKey, extension: str,
+                    operation: str) -> ConfirmView:
+        done = gallery_confirm_add(account=account, session=session, extension=extension, operation=operation)
+        return {"gallery": gallery_view(done.gallery), "added": done.added, "already_present": done.already_present}
 
-    def cancel_add(self, *, account_pk: int, session_pk: int, extension: str, operation: str) -> dict[str, Any]:
-        return gallery_cancel_add(account=_account(account_pk), session=_session(session_pk),
-                                  extension=extension, operation=operation)
+    def cancel_add(self, *, account: AccountKey, session: SessionKey, extension: str,
+                   operation: str) -> GalleryResult:
+        gallery = gallery_cancel_add(account=account, session=session, extension=extension, operation=operation)
+        return {"gallery": gallery_view(gallery)}
 
-    def delete_items(self, *, account_pk: int, extension: str, items: Sequence[str], revision: int) -> dict[str, Any]:
-        return gallery_delete_items(account=_account(account_pk), extension=extension, items=items, revision=revision)
+    def delete_items(self, *, account: AccountKey, extension: str, items: Sequence[str],
+                     revision: int) -> GalleryResult:
+        gallery = gallery_delete_items(account=account, extension=extension, items=items, revision=revision)
+        return {"gallery": gallery_view(gallery)}
 
-    def reorder_items(self, *, account_pk: int, extension: str, order: Sequence[str], revision: int) -> dict[str, Any]:
-        return gallery_reorder_items(account=_account(account_pk), extension=extension, order=order, revision=revision)
+    def reorder_items(self, *, account: AccountKey, extension: str, order: Sequence[str],
+                      revision: int) -> GalleryResult:
+        gallery = gallery_reorder_items(account=account, extension=extension, order=order, revision=revision)
+        return {"gallery": gallery_view(gallery)}
 
-    def describe_delete(self, *, account_pk: int, extension: str, items: Sequence[str]) -> tuple[str, str]:
-        return describe_delete(account=_account(account_pk), extension=extension, items=items)
+    def describe_delete(self, *, account: AccountKey, extension: str, items: Sequence[str]) -> tuple[str, str]:
+        return describe_delete(account=account, extension=extension, items=items)
 
-    def describe_reorder(self, *, account_pk: int, extension: str, order: Sequence[str]) -> tuple[str, str]:
-        return describe_reorder(account=_account(account_pk), extension=extension, order=order)
+    def describe_reorder(self, *, account: AccountKey, extension: str, order: Sequence[str]) -> tuple[str, str]:
+        return describe_reorder(account=account, extension=extension, order=order)

@@ -14,8 +14,11 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from .blobstore import blob_key, blob_store
-from .models import AccountImage, Blob, Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
+from arkme.kernel.admin import ReadOnlyAdminMixin
+
+from .blobs.storage import blob_key, blob_store
+from .models import AccountImage, Blob, Extension, Gallery, GalleryHistory, GalleryItem, PendingOperation
+from .services.gallery_add import operations_expire
 
 CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "gif": "image/gif"}
 
@@ -85,17 +88,11 @@ class GalleryAdmin(admin.ModelAdmin):
 
 
 @admin.register(GalleryHistory)
-class GalleryHistoryAdmin(admin.ModelAdmin):
+class GalleryHistoryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("gallery", "revision", "action", "created_at")
     list_filter = ("action",)
     search_fields = ("gallery__extension__name",)
     readonly_fields = ("gallery", "revision", "action", "items", "operation", "created_at")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class AgeFilter(admin.SimpleListFilter):
@@ -135,12 +132,11 @@ class PendingOperationAdmin(admin.ModelAdmin):
 
     @admin.action(description="Expire the selected pending operations")
     def expire(self, request, queryset):
-        count = queryset.filter(status=OperationStatus.PENDING).update(status=OperationStatus.EXPIRED, ended_at=timezone.now())
-        self.message_user(request, f"Expired {count} operation(s).")
+        self.message_user(request, f"Expired {operations_expire(queryset)} operation(s).")
 
 
 @admin.register(Blob)
-class BlobAdmin(admin.ModelAdmin):
+class BlobAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("short_sha", "preview", "format", "width", "height", "size", "references", "created_at")
     list_filter = ("format",)
     search_fields = ("sha256",)
@@ -149,12 +145,6 @@ class BlobAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
             _items=Count("gallery_items", distinct=True), _images=Count("account_images", distinct=True))
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="sha256")
     def short_sha(self, obj):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from django.db import models
 
-from arkme.ids import new_account_image_id, new_extension_id, new_item_id, new_operation_id
-from arkme.models import Account
+from arkme.accounts.models import Account
+from arkme.kernel.ids import new_account_image_id, new_extension_id, new_item_id, new_operation_id
 
 
 class Extension(models.Model):
@@ -49,10 +49,6 @@ class Blob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sha256[:12]}… {self.width}×{self.height} {self.format}"
-
-    @property
-    def storage_key(self) -> str:
-        return f"blobs/{self.sha256[:2]}/{self.sha256}"
 
 
 class GalleryItem(models.Model):
@@ -127,7 +123,7 @@ class PendingOperation(models.Model):
     public_id = models.CharField(max_length=40, unique=True, default=new_operation_id, editable=False)
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="gallery_operations")
     extension = models.ForeignKey(Extension, on_delete=models.CASCADE, related_name="operations")
-    session = models.ForeignKey("toolregistry.AgentSession", null=True, on_delete=models.SET_NULL, related_name="+")
+    session = models.ForeignKey("conversations.AgentSession", null=True, on_delete=models.SET_NULL, related_name="+")
     status = models.CharField(max_length=10, choices=OperationStatus.choices, default=OperationStatus.PENDING)
     source_kind = models.CharField(max_length=20)
     request_digest = models.CharField(max_length=64, help_text="What was asked for; the same prepare again gets this operation.")

@@ -1,33 +1,105 @@
-"""Reads of galleries, and the one projection a gallery result takes."""
+"""Reads of galleries, and the one place each gallery result is projected to its wire shape."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, NotRequired, Sequence, TypedDict
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
-from arkme.errors import NotFound
-from arkme.models import Account
+from arkme.accounts.models import AccountIdentity
+from arkme.kernel.errors import ErrorCode, NotFound
 
-from .blobstore import blob_key, blob_store
-from .models import Blob, Extension, Gallery
-
-
-def extensions_of(account: Account) -> QuerySet[Extension]:
-    return Extension.objects.filter(owner=account).select_related("gallery").order_by("id")
+from .models import Extension, Gallery, GalleryItem, PendingOperation
 
 
-def extension_for_owner(account: Account, public_id: str) -> Extension:
+class GalleryItemView(TypedDict):
+    item: str
+    position: int
+    width: int
+    height: int
+    format: str
+    bytes: int
+
+
+class GalleryView(TypedDict):
+    extension: str
+    revision: int
+    capacity: int
+    items: list[GalleryItemView]
+
+
+class GalleryResult(TypedDict):
+    gallery: GalleryView
+
+
+class ExtensionView(TypedDict):
+    extension: str
+    name: str
+    gallery: GalleryView
+
+
+class PreparedImageView(TypedDict):
+    index: int
+    width: int
+    height: int
+    format: str
+    already_present: bool
+
+
+class PrepareView(TypedDict):
+    operation: str
+    question: str
+    expires_at: str
+    images: list[PreparedImageView]
+    gallery: GalleryView
+
+
+class ConfirmView(TypedDict):
+    gallery: GalleryView
+    added: int
+    already_present: int
+
+
+class SourceArguments(TypedDict):
+    """The source of a prepare, as the tool's arguments name it."""
+
+    source: Literal["image_ref", "attachments", "workspace"]
+    image_ref: NotRequired[str]
+    attachment_indices: NotRequired[list[int]]
+    workspace_paths: NotRequired[list[str]]
+
+
+def _ordered_items() -> QuerySet[GalleryItem]:
+    return GalleryItem.objects.select_related("blob").order_by("position")
+
+
+def extensions_of(account: AccountIdentity) -> QuerySet[Extension]:
+    return Extension.objects.filter(owner_id=account.pk).select_related("gallery").order_by("id")
+
+
+def extensions_with_items(account: AccountIdentity) -> QuerySet[Extension]:
+    """The account's extensions with every gallery's items: three statements for any number."""
+    return extensions_of(account).prefetch_related(Prefetch("gallery__items", queryset=_ordered_items()))
+
+
+def extension_for_owner(account: AccountIdentity, public_id: str) -> Extension:
     """Fetch-and-authorise: another account's extension is indistinguishable from none."""
     extension = extensions_of(account).filter(public_id=str(public_id)).first()
     if extension is None:
-        raise NotFound("No such extension.", code="unknown_extension")
+        raise NotFound("No such extension.", code=ErrorCode.UNKNOWN_EXTENSION)
     return extension
 
 
-def gallery_view(gallery: Gallery) -> dict[str, Any]:
+def gallery_items(gallery: Gallery) -> Sequence[GalleryItem]:
+    """The items in order: from a prefetch when there is one, else one statement."""
+    prefetched: dict[str, Any] = getattr(gallery, "_prefetched_objects_cache", {})
+    if "items" in prefetched:
+        return list(prefetched["items"])
+    return list(_ordered_items().filter(gallery=gallery))
+
+
+def gallery_view(gallery: Gallery) -> GalleryView:
     """The ``Gallery`` projection: never keys, fingerprints, paths or refs."""
-    items = gallery.items.select_related("blob").order_by("position")
     return {
         "extension": gallery.extension.public_id,
         "revision": gallery.revision,
@@ -41,14 +113,50 @@ def gallery_view(gallery: Gallery) -> dict[str, Any]:
                 "format": item.blob.format,
                 "bytes": item.blob.size,
             }
-            for item in items
+            for item in gallery_items(gallery)
         ],
     }
 
 
-def read_blob(blob: Blob) -> bytes:
-    return blob_store().read(blob_key(blob.sha256))
+def extension_view(extension: Extension) -> ExtensionView:
+    return {"extension": extension.public_id, "name": extension.name, "gallery": gallery_view(extension.gallery)}
 
 
 def gallery_shas(gallery: Gallery) -> list[str]:
     return list(gallery.items.order_by("position").values_list("blob__sha256", flat=True))
+
+
+CONFIRMATION = "确认"
+
+
+def _question(extension: Extension, adding: int, after: int, present: int) -> str:
+    noun = "image" if adding == 1 else "images"
+    extra = f" ({present} already in it will be skipped)" if present else ""
+    return (
+        f"Add {adding} {noun} to the preview gallery of “{extension.name}”{extra}? "
+        f"The gallery will then have {after} of {settings.ARKME_GALLERY_CAPACITY} images. "
+        f"Reply {CONFIRMATION} to confirm."
+    )
+
+
+def operation_view(operation: PendingOperation) -> PrepareView:
+    """A pending add as prepare answers it, against the gallery's content now."""
+    gallery = operation.extension.gallery
+    present = set(gallery_shas(gallery))
+    seen: set[str] = set()
+    images: list[PreparedImageView] = []
+    for index, source in enumerate(operation.sources, start=1):
+        sha = source["content_sha256"]
+        images.append({
+            "index": index, "width": source["width"], "height": source["height"],
+            "format": source["format"], "already_present": sha in present or sha in seen,
+        })
+        seen.add(sha)
+    adding = sum(1 for image in images if not image["already_present"])
+    return {
+        "operation": operation.public_id,
+        "question": _question(operation.extension, adding, len(present) + adding, len(images) - adding),
+        "expires_at": operation.expires_at.isoformat(),
+        "images": images,
+        "gallery": gallery_view(gallery),
+    }

@@ -1,38 +1,38 @@
 """The group-side Ports, implemented over the group selectors and services."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
-from arkme.models import Account, AccountKey
+from arkme.accounts.models import AccountKey
 
-from .refs import make_source_ref
-from .selectors import groups_of
+from .selectors import AddMembersView, AddResultView, CandidatesView, GroupRefView, group_refs_view, group_view
 from .services import describe_members_add, group_member_candidates, group_members_add
 
 
-def _account(account_pk: int) -> Account:
-    return Account.objects.get(pk=account_pk)
-
-
 class GroupAdapter:
-    def groups_with_source_refs(self, *, account_pk: int) -> list[dict[str, Any]]:
-        account = _account(account_pk)
-        return [
-            {"name": group.name, "source_ref": make_source_ref(
-                account_public_id=account.public_id, group_public_id=group.public_id)}
-            for group in groups_of(account)
-        ]
+    def groups_with_source_refs(self, *, account: AccountKey) -> list[GroupRefView]:
+        return group_refs_view(account)
 
 
 class GroupMemberAdapter:
-    def candidates(self, *, account_pk: int, account_public_id: str, source_ref: str, query: str | None,
-                   limit: int) -> dict[str, Any]:
-        # A read needs only the account's keys, which the session look-up already checked.
-        return group_member_candidates(account=AccountKey(account_pk, account_public_id), source_ref=source_ref,
-                                       query=query, limit=limit)
+    def candidates(self, *, account: AccountKey, source_ref: str, query: str | None, limit: int) -> CandidatesView:
+        found = group_member_candidates(account=account, source_ref=source_ref, query=query, limit=limit)
+        return {
+            "group": group_view(found.group),
+            "candidates": [{"candidate_ref": c.candidate_ref, "display_name": c.display_name}
+                           for c in found.candidates],
+            "truncated": found.truncated,
+        }
 
-    def add_members(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> dict[str, Any]:
-        return group_members_add(account=_account(account_pk), source_ref=source_ref, candidate_refs=candidate_refs)
+    def add_members(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> AddMembersView:
+        added = group_members_add(account=account, source_ref=source_ref, candidate_refs=candidate_refs)
+        results: list[AddResultView] = []
+        for judged in added.results:
+            result: AddResultView = {"candidate_ref": judged.ref, "outcome": judged.outcome}
+            if judged.person is not None:
+                result["display_name"] = judged.person.display_name
+            results.append(result)
+        return {"group": group_view(added.group, fresh=True), "results": results}
 
-    def describe_add(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]:
-        return describe_members_add(account=_account(account_pk), source_ref=source_ref, candidate_refs=candidate_refs)
+    def describe_add(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]:
+        return describe_members_add(account=account, source_ref=source_ref, candidate_refs=candidate_refs)

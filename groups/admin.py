@@ -5,18 +5,11 @@ import re
 
 from django.contrib import admin, messages
 
-from arkme.errors import ArkmeError
+from arkme.kernel.admin import ReadOnlyAdminMixin
+from arkme.kernel.errors import ArkmeError
 
 from .models import ChatMessage, Group, Invitation, JoinRequest, JoinRequestStatus, Membership, PrivateChat
 from .services import join_request_decide
-
-
-class ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class MembershipInline(admin.TabularInline):
@@ -54,7 +47,7 @@ class ChatMessageInline(admin.TabularInline):
 
 
 @admin.register(PrivateChat)
-class PrivateChatAdmin(ReadOnly):
+class PrivateChatAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("public_id", "account_low", "account_high", "last_activity_at")
     search_fields = ("public_id", "account_low__display_name", "account_high__display_name")
     inlines = [ChatMessageInline]
@@ -64,7 +57,7 @@ class PrivateChatAdmin(ReadOnly):
 
 
 @admin.register(Invitation)
-class InvitationAdmin(ReadOnly):
+class InvitationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("group", "invitee", "inviter", "status", "created_at", "expires_at", "used_at")
     list_filter = ("status", "group")
     search_fields = ("group__name", "invitee__display_name")

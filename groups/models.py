@@ -4,8 +4,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import F, Q
 
-from arkme.ids import new_chat_id, new_group_id
-from arkme.models import Account
+from arkme.accounts.models import Account, AccountIdentity
+from arkme.kernel.ids import new_chat_id, new_group_id
 
 
 class JoinPolicy(models.TextChoices):
@@ -70,7 +70,7 @@ class PrivateChat(models.Model):
     def __str__(self) -> str:
         return f"{self.account_low} ↔ {self.account_high}"
 
-    def other(self, account: Account) -> Account:
+    def other(self, account: AccountIdentity) -> Account:
         return self.account_high if self.account_low_id == account.pk else self.account_low
 
 

@@ -1,23 +1,66 @@
-"""Reads of the group domain."""
+"""Reads of the group domain, and the one place each group result is projected."""
 from __future__ import annotations
 
 import functools
+from typing import Any, NotRequired, TypedDict
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 
-from arkme.errors import Forbidden, InvalidArguments, NotFound
-from arkme.models import Account, AccountIdentity
+from arkme.accounts.models import Account, AccountIdentity
+from arkme.kernel.errors import ErrorCode, Forbidden, InvalidArguments, NotFound
+from arkme.kernel.signing import RefExpired, RefInvalid
 
 from .models import Group, Membership, PrivateChat
-from .refs import RefExpired, RefInvalid, read_source_ref
+from .refs import make_source_ref, read_source_ref
 
 
-def groups_of(account: Account) -> QuerySet[Group]:
-    return Group.objects.filter(memberships__account=account).order_by("id").distinct()
+class GroupView(TypedDict):
+    name: str
+    join_policy: str
+    member_count: int
 
 
-def group_view(group: Group, *, fresh: bool = False) -> dict:
+class GroupRefView(TypedDict):
+    name: str
+    source_ref: str
+
+
+class CandidateView(TypedDict):
+    candidate_ref: str
+    display_name: str
+
+
+class CandidatesView(TypedDict):
+    group: GroupView
+    candidates: list[CandidateView]
+    truncated: bool
+
+
+class AddResultView(TypedDict):
+    candidate_ref: str
+    display_name: NotRequired[str]
+    outcome: str
+
+
+class AddMembersView(TypedDict):
+    group: GroupView
+    results: list[AddResultView]
+
+
+def groups_of(account: AccountIdentity) -> QuerySet[Group]:
+    return Group.objects.filter(memberships__account_id=account.pk).order_by("id").distinct()
+
+
+def group_refs_view(account: AccountIdentity) -> list[GroupRefView]:
+    return [
+        {"name": group.name,
+         "source_ref": make_source_ref(account_public_id=account.public_id, group_public_id=group.public_id)}
+        for group in groups_of(account).only("name", "public_id")
+    ]
+
+
+def group_view(group: Group, *, fresh: bool = False) -> GroupView:
     """``fresh`` counts members again, after a change; otherwise an annotated count is used."""
     count = getattr(group, "member_count", None)
     if fresh or count is None:
@@ -25,11 +68,11 @@ def group_view(group: Group, *, fresh: bool = False) -> dict:
     return {"name": group.name, "join_policy": group.join_policy, "member_count": count}
 
 
-def _table(model) -> str:
+def _table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
-def _column(model, field: str) -> str:
+def _column(model: type[Model], field: str) -> str:
     return connection.ops.quote_name(model._meta.get_field(field).column)
 
 
@@ -55,20 +98,20 @@ def group_for_source_ref(account: AccountIdentity, source_ref: object) -> Group:
     try:
         group_id = read_source_ref(source_ref, account_public_id=account.public_id)
     except RefExpired as exc:
-        raise InvalidArguments("The source_ref has expired; call arkme_context again.", code="expired_source_ref",
+        raise InvalidArguments("The source_ref has expired; call arkme_context again.", code=ErrorCode.EXPIRED_SOURCE_REF,
                                fields=["source_ref"]) from exc
     except RefInvalid as exc:
-        raise InvalidArguments("The source_ref is not valid.", code="invalid_source_ref", fields=["source_ref"]) from exc
+        raise InvalidArguments("The source_ref is not valid.", code=ErrorCode.INVALID_SOURCE_REF, fields=["source_ref"]) from exc
     group = next(iter(Group.objects.raw(_group_for_member_sql(connection.vendor), [account.pk, group_id])), None)
     if group is None:
-        raise NotFound("No such group.", code="unknown_group")
+        raise NotFound("No such group.", code=ErrorCode.UNKNOWN_GROUP)
     if not group.is_member:
-        raise Forbidden("You are no longer a member of this group.", code="not_a_member")
+        raise Forbidden("You are no longer a member of this group.", code=ErrorCode.NOT_A_MEMBER)
     return group
 
 
-def chats_of(account: Account) -> QuerySet[PrivateChat]:
-    return PrivateChat.objects.filter(Q(account_low=account) | Q(account_high=account))
+def chats_of(account: AccountIdentity) -> QuerySet[PrivateChat]:
+    return PrivateChat.objects.filter(Q(account_low_id=account.pk) | Q(account_high_id=account.pk))
 
 
 def _candidate_side_sql(mine: str, theirs: str, *, with_query: bool) -> str:
@@ -105,14 +148,14 @@ def _candidate_sql(vendor: str, with_query: bool) -> str:
     )
 
 
-def candidate_chats(account: AccountIdentity, group: Group, *, query: str | None, limit: int) -> list[dict]:
+def candidate_chats(account: AccountIdentity, group: Group, *, query: str | None, limit: int) -> list[dict[str, str]]:
     """People from the account's private chats who could join the group, newest chat first.
 
     One query: a UNION ALL of the chats where the account is the lower and the higher side,
     each read newest first from its own index and cut at ``limit + 1``; membership is a
     NOT EXISTS. So the cost grows with the rows returned, not with chats or members.
     """
-    side_params: list = [account.pk, True, group.pk]
+    side_params: list[Any] = [account.pk, True, group.pk]
     if query:
         side_params.append(f"%{connection.ops.prep_for_like_query(query)}%")
     side_params.append(limit + 1)

@@ -11,16 +11,20 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from arkme.errors import Conflict, Forbidden, NotFound
-from arkme.ids import token_digest
-from arkme.models import Account, AccountIdentity
+from arkme.accounts.models import Account, AccountIdentity
+from arkme.kernel.errors import ArkmeError, Conflict, ErrorCode, Forbidden, NotFound
+from arkme.kernel.ids import token_digest
+from arkme.kernel.signing import RefExpired, RefInvalid
+from arkme.kernel.tasking import enqueue
+from arkme.kernel.text import duration_text
 
 from .models import (
     ChatMessage, Group, Invitation, InvitationStatus, JoinPolicy, JoinRequest, JoinRequestStatus, Membership,
     PrivateChat, Role,
 )
-from .refs import RefExpired, RefInvalid, candidate_ref_maker, read_candidate_ref
-from .selectors import candidate_chats, chats_of, group_for_source_ref, group_view
+from .refs import candidate_ref_maker, read_candidate_ref
+from .selectors import candidate_chats, chats_of, group_for_source_ref
+from .tasks import deliver_messages
 
 logger = logging.getLogger(__name__)
 CANDIDATE_LIMIT_DEFAULT = 50
@@ -47,22 +51,42 @@ def private_chat_ensure(*, a: Account, b: Account) -> PrivateChat:
 
 # --- candidates ------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Candidate:
+    candidate_ref: str
+    display_name: str
+
+
+@dataclass(frozen=True)
+class Candidates:
+    group: Group
+    candidates: list[Candidate]
+    truncated: bool
+
+
 def group_member_candidates(*, account: AccountIdentity, source_ref: str, query: str | None = None,
-                            limit: int = CANDIDATE_LIMIT_DEFAULT) -> dict:
+                            limit: int = CANDIDATE_LIMIT_DEFAULT) -> Candidates:
     group = group_for_source_ref(account, source_ref)
     rows = candidate_chats(account, group, query=(query or "").strip() or None, limit=limit)
     candidate_ref = candidate_ref_maker(account_public_id=account.public_id, group_public_id=group.public_id)
-    return {
-        "group": group_view(group),
-        "candidates": [
-            {"candidate_ref": candidate_ref(row["public_id"]), "display_name": row["other_name"]}
-            for row in rows[:limit]
-        ],
-        "truncated": len(rows) > limit,
-    }
+    return Candidates(
+        group=group,
+        candidates=[Candidate(candidate_ref(row["public_id"]), row["other_name"]) for row in rows[:limit]],
+        truncated=len(rows) > limit,
+    )
 
 
 # --- additions -------------------------------------------------------------------------------
+
+class Outcome:
+    ADDED = "added"
+    INVITED = "invited"
+    ALREADY_MEMBER = "already_member"
+    INVALID_REF = "invalid_ref"
+    EXPIRED_REF = "expired_ref"
+    NOT_ELIGIBLE = "not_eligible"
+    ELIGIBLE = "eligible"  # judged, not yet acted on
+
 
 @dataclass(frozen=True)
 class Judged:
@@ -72,93 +96,125 @@ class Judged:
     chat: PrivateChat | None = None
 
 
-def _judge(account: Account, group: Group, ref: str) -> Judged:
-    """Everything about one ref that can be known without writing."""
-    try:
-        handle = read_candidate_ref(ref, account_public_id=account.public_id, group_public_id=group.public_id)
-    except RefExpired:
-        return Judged(ref, "expired_ref")
-    except RefInvalid:
-        return Judged(ref, "invalid_ref")
-    chat = chats_of(account).select_related("account_low", "account_high").filter(public_id=handle.chat_public_id).first()
-    if chat is None:
-        return Judged(ref, "not_eligible")
-    person = chat.other(account)
-    if not person.is_active:
-        return Judged(ref, "not_eligible", person)
-    if Membership.objects.filter(group=group, account=person).exists():
-        return Judged(ref, "already_member", person)
-    return Judged(ref, "eligible", person, chat)
+def _judge(account: AccountIdentity, group: Group, refs: Sequence[str]) -> list[Judged]:
+    """Everything about each ref that can be known without writing, in two statements for
+    any number of refs: the chats they name (with both people), and which are members."""
+    chat_ids: dict[str, str] = {}
+    early: dict[str, str] = {}
+    for ref in refs:
+        try:
+            chat_ids[ref] = read_candidate_ref(ref, account_public_id=account.public_id,
+                                               group_public_id=group.public_id)
+        except RefExpired:
+            early[ref] = Outcome.EXPIRED_REF
+        except RefInvalid:
+            early[ref] = Outcome.INVALID_REF
+    chats = {
+        chat.public_id: chat for chat in chats_of(account).select_related("account_low", "account_high")
+        .filter(public_id__in=set(chat_ids.values()))
+    } if chat_ids else {}
+    people = [chat.other(account) for chat in chats.values()]
+    members = set(Membership.objects.filter(group=group, account__in=people).values_list("account_id", flat=True)
+                  ) if people else set()
+    judged = []
+    for ref in refs:
+        chat = chats.get(chat_ids.get(ref, ""))
+        if ref in early:
+            judged.append(Judged(ref, early[ref]))
+        elif chat is None:
+            judged.append(Judged(ref, Outcome.NOT_ELIGIBLE))
+        else:
+            person = chat.other(account)
+            if not person.is_active:
+                judged.append(Judged(ref, Outcome.NOT_ELIGIBLE, person))
+            elif person.pk in members:
+                judged.append(Judged(ref, Outcome.ALREADY_MEMBER, person))
+            else:
+                judged.append(Judged(ref, Outcome.ELIGIBLE, person, chat))
+    return judged
 
 
 def invitation_link(token: str) -> str:
     return f"{settings.ARKME_PUBLIC_URL}/groups/join/{token}"
 
 
-def invitation_ensure(*, group: Group, inviter: Account, invitee: Account, chat: PrivateChat) -> Invitation:
-    """A pending, unexpired invitation for the invitee, reused if there is one; a new one
-    sends its link as a private message, delivered by a task once this transaction commits."""
+def _invitation_text(inviter: Account, group: Group, token: str) -> str:
+    ttl = duration_text(settings.ARKME_INVITATION_TTL_SECONDS)
+    return (f"{inviter.display_name} invites you to join “{group.name}”. Open this private link to ask to join "
+            f"(it works once, for you only, for {ttl}): {invitation_link(token)}")
+
+
+def invitations_ensure(*, group: Group, inviter: AccountIdentity, invitees: Sequence[Judged]) -> None:
+    """A pending, unexpired invitation for each invitee, reused where there is one; each new one
+    sends its link as a private message, delivered by a task once this transaction commits.
+    A constant number of statements for any number of invitees."""
+    if not invitees:
+        return
     now = timezone.now()
-    Invitation.objects.filter(group=group, invitee=invitee, status=InvitationStatus.PENDING,
+    people = [j.person for j in invitees if j.person is not None]
+    Invitation.objects.filter(group=group, invitee__in=people, status=InvitationStatus.PENDING,
                               expires_at__lte=now).update(status=InvitationStatus.REVOKED)
-    existing = Invitation.objects.filter(group=group, invitee=invitee, status=InvitationStatus.PENDING).first()
-    if existing is not None:
-        return existing
-    token = secrets.token_urlsafe(32)
-    message = ChatMessage.objects.create(
-        chat=chat, sender=inviter,
-        text=f"{inviter.display_name} invites you to join “{group.name}”. Open this private link to ask to join "
-             f"(it works once, for you only, for 7 days): {invitation_link(token)}",
-    )
-    invitation = Invitation.objects.create(
-        group=group, invitee=invitee, inviter=inviter, token_hash=token_digest(token), message=message,
-        expires_at=now + timedelta(seconds=settings.ARKME_INVITATION_TTL_SECONDS),
-    )
-    transaction.on_commit(lambda: _send(message.pk))
-    return invitation
+    pending = set(Invitation.objects.filter(group=group, invitee__in=people, status=InvitationStatus.PENDING)
+                  .values_list("invitee_id", flat=True))
+    fresh = [j for j in invitees if j.person is not None and j.chat is not None and j.person.pk not in pending]
+    if not fresh:
+        return
+    sender = Account.objects.get(pk=inviter.pk)
+    tokens = [secrets.token_urlsafe(32) for _ in fresh]
+    messages = ChatMessage.objects.bulk_create([
+        ChatMessage(chat=j.chat, sender=sender, text=_invitation_text(sender, group, token))
+        for j, token in zip(fresh, tokens)
+    ])
+    expires_at = now + timedelta(seconds=settings.ARKME_INVITATION_TTL_SECONDS)
+    Invitation.objects.bulk_create([
+        Invitation(group=group, invitee=j.person, inviter=sender, token_hash=token_digest(token), message=message,
+                   expires_at=expires_at)
+        for j, token, message in zip(fresh, tokens, messages)
+    ])
+    message_pks = [message.pk for message in messages]
+    transaction.on_commit(lambda: _send(message_pks))
 
 
-def _send(message_pk: int) -> None:
-    from arkme.tasking import enqueue
-
-    from .tasks import deliver_message
-
+def _send(message_pks: list[int]) -> None:
     try:
-        enqueue(deliver_message, message_pk)
-    except Exception:
-        # The invitation stands; the periodic redelivery picks the message up.
-        logger.warning("could not enqueue delivery of chat message %s", message_pk, exc_info=True)
+        enqueue(deliver_messages, message_pks)
+    except ArkmeError:
+        # The invitations stand; the periodic redelivery picks the messages up.
+        logger.warning("could not enqueue delivery of %d chat message(s)", len(message_pks))
 
 
-def group_members_add(*, account: Account, source_ref: str, candidate_refs: Sequence[str]) -> dict:
+@dataclass(frozen=True)
+class MembersAdded:
+    group: Group
+    results: list[Judged]
+
+
+def group_members_add(*, account: AccountIdentity, source_ref: str, candidate_refs: Sequence[str]) -> MembersAdded:
+    """Judge each ref on its own, then add (open group) or invite (approval group) the eligible.
+
+    Not durable: it runs inside the transaction that uses the human's approval. The group row
+    is locked, so concurrent additions to one group are decided one after the other.
+    """
     group = group_for_source_ref(account, source_ref)
-    results = []
-    for ref in candidate_refs:
-        judged = _judge(account, group, ref)
-        outcome = judged.outcome
-        if outcome == "eligible":
-            # Each ref on its own: one failing does not undo the others.
-            if group.join_policy == JoinPolicy.OPEN:
-                _, created = membership_ensure(group=group, account=judged.person)
-                outcome = "added" if created else "already_member"
-            else:
-                try:
-                    with transaction.atomic():
-                        invitation_ensure(group=group, inviter=account, invitee=judged.person, chat=judged.chat)
-                except IntegrityError:
-                    pass  # a concurrent add invited them a moment ago: that invitation stands
-                outcome = "invited"
-        result = {"candidate_ref": ref, "outcome": outcome}
-        if judged.person is not None:
-            result["display_name"] = judged.person.display_name
-        results.append(result)
-    return {"group": group_view(group, fresh=True), "results": results}
+    with transaction.atomic():
+        Group.objects.select_for_update().filter(pk=group.pk).values_list("pk", flat=True).first()
+        judged = _judge(account, group, candidate_refs)
+        eligible = [j for j in judged if j.outcome == Outcome.ELIGIBLE]
+        if group.join_policy == JoinPolicy.OPEN:
+            Membership.objects.bulk_create(
+                [Membership(group=group, account=j.person) for j in eligible], ignore_conflicts=True)
+            done = Outcome.ADDED
+        else:
+            invitations_ensure(group=group, inviter=account, invitees=eligible)
+            done = Outcome.INVITED
+    results = [Judged(j.ref, done, j.person, j.chat) if j.outcome == Outcome.ELIGIBLE else j for j in judged]
+    return MembersAdded(group=group, results=results)
 
 
-def describe_members_add(*, account: Account, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]:
+def describe_members_add(*, account: AccountIdentity, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]:
     group = group_for_source_ref(account, source_ref)
-    judged = [_judge(account, group, ref) for ref in candidate_refs]
-    names = [j.person.display_name for j in judged if j.outcome == "eligible"]
+    judged = _judge(account, group, candidate_refs)
+    names = [j.person.display_name for j in judged if j.outcome == Outcome.ELIGIBLE and j.person is not None]
     others = len(judged) - len(names)
     how = ("They will be added at once." if group.join_policy == JoinPolicy.OPEN
            else "The group needs approval: each gets a private invitation link, and an admin approves their request.")
@@ -168,25 +224,7 @@ def describe_members_add(*, account: Account, source_ref: str, candidate_refs: S
     return f"Add people to “{group.name}”?", body
 
 
-# --- delivery, invitations and join requests ------------------------------------------------
-
-def message_deliver(*, message_pk: int) -> bool:
-    """Make a chat message visible in its chat. Idempotent. True when this call delivered it."""
-    with transaction.atomic():
-        message = ChatMessage.objects.select_for_update().filter(pk=message_pk).first()
-        if message is None or message.delivered_at is not None:
-            return False
-        now = timezone.now()
-        message.delivered_at = now
-        message.save(update_fields=["delivered_at"])
-        PrivateChat.objects.filter(pk=message.chat_id).update(last_activity_at=now)
-    return True
-
-
-def messages_redeliver(*, older_than: timedelta = timedelta(minutes=1)) -> int:
-    pending = ChatMessage.objects.filter(delivered_at__isnull=True, created_at__lt=timezone.now() - older_than)
-    return sum(message_deliver(message_pk=pk) for pk in pending.values_list("pk", flat=True))
-
+# --- invitations and join requests ------------------------------------------------------------
 
 class InvitationUnusable(Exception):
     """An unknown, used, revoked or expired invitation token."""
@@ -208,8 +246,9 @@ def invitation_for_token(token: str) -> Invitation:
 
 def invitation_accept(*, token: str, account: Account) -> JoinRequest | None:
     """Turn the invitee's invitation into a join request. None if they are already a member."""
-    with transaction.atomic():
-        invitation = Invitation.objects.select_for_update().select_related("group").filter(token_hash=token_digest(token)).first()
+    with transaction.atomic(durable=True):
+        invitation = (Invitation.objects.select_for_update().select_related("group")
+                      .filter(token_hash=token_digest(token)).first())
         if invitation is None:
             raise InvitationUnusable("This invitation link is not valid.")
         if invitation.invitee_id != account.pk:
@@ -227,12 +266,13 @@ def invitation_accept(*, token: str, account: Account) -> JoinRequest | None:
 
 
 def join_request_decide(*, request_id: int, approve: bool, by: str) -> JoinRequest:
-    with transaction.atomic():
-        request = JoinRequest.objects.select_for_update().select_related("group", "account").filter(pk=request_id).first()
+    with transaction.atomic(durable=True):
+        request = (JoinRequest.objects.select_for_update().select_related("group", "account")
+                   .filter(pk=request_id).first())
         if request is None:
-            raise NotFound("No such join request.")
+            raise NotFound("No such join request.", code=ErrorCode.UNKNOWN_JOIN_REQUEST)
         if request.status != JoinRequestStatus.PENDING:
-            raise Conflict(f"This request was already {request.status}.", code="join_request_decided")
+            raise Conflict(f"This request was already {request.status}.", code=ErrorCode.JOIN_REQUEST_DECIDED)
         request.status = JoinRequestStatus.APPROVED if approve else JoinRequestStatus.DECLINED
         request.decided_at, request.decided_by = timezone.now(), by[:150]
         request.save(update_fields=["status", "decided_at", "decided_by"])

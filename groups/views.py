@@ -7,13 +7,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
-from arkme.errors import Forbidden
+from arkme.accounts.models import Account
+from arkme.kernel.errors import Forbidden
 
 from .selectors import chats_of
 from .services import InvitationUnusable, invitation_accept, invitation_check_usable, invitation_for_token
 
 
-def _account(request: HttpRequest):
+def _account(request: HttpRequest) -> Account:
     account = getattr(request.user, "arkme_account", None)
     if account is None or not account.is_active:
         raise PermissionDenied

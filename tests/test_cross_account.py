@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pytest
 from django.conf import settings
 
-from arkme.models import Account
-from galleries.library import account_image_create, image_ref_for
+from arkme.accounts.models import Account
+from galleries.services.account_images import account_image_create, image_ref_for
 from galleries.models import Blob, GalleryHistory, GalleryItem, PendingOperation
 from groups.models import ChatMessage, Invitation, Membership
 

@@ -3,17 +3,16 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
-from arkme.errors import ApprovalRequired
-from arkme.ids import token_digest
+from arkme.conversations.models import AgentSession
+from arkme.kernel.errors import ApprovalRequired
+from arkme.kernel.ids import token_digest
 
-from .metadata import ApprovalCard
-from .models import AgentSession, ApprovalGrant
+from .models import ApprovalGrant
 
 TOKEN_PREFIX = "apv_"
 
@@ -21,18 +20,17 @@ TOKEN_PREFIX = "apv_"
 @dataclass(frozen=True)
 class IssuedApproval:
     token: str
-    card: ApprovalCard
-    expires_at: Any
+    expires_at: datetime
 
 
-def approval_issue(*, session: AgentSession, tool_name: str, digest: str, card: ApprovalCard) -> IssuedApproval:
+def approval_issue(*, session: AgentSession, tool_name: str, digest: str) -> IssuedApproval:
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     expires_at = timezone.now() + timedelta(seconds=settings.ARKME_APPROVAL_TTL_SECONDS)
     ApprovalGrant.objects.create(
         session=session, tool_name=tool_name, arguments_digest=digest,
         token_hash=token_digest(token), expires_at=expires_at,
     )
-    return IssuedApproval(token=token, card=card, expires_at=expires_at)
+    return IssuedApproval(token=token, expires_at=expires_at)
 
 
 def approval_consume(*, session: AgentSession, tool_name: str, digest: str, token: object) -> None:

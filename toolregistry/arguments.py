@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Iterable
 
 from jsonschema import Draft202012Validator
 
-from arkme.errors import InvalidArguments
+from arkme.kernel.errors import InvalidArguments
 
 
 def arguments_digest(tool_name: str, arguments: Any) -> str:
@@ -15,7 +15,7 @@ def arguments_digest(tool_name: str, arguments: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _field(path) -> str:
+def _field(path: Iterable[str | int]) -> str:
     name = ""
     for part in path:
         name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))

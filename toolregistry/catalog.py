@@ -7,18 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from arkme.kernel.profiles import DEFAULT_PROFILE, Profile
+
 from .guidance import GUIDANCE, Guidance
 from .metadata import Kind, Phase, ToolModule
 from .tools import atomic, business, system
 
-DEFAULT_PROFILE = "business"
-DISABLED = "disabled"
+DISABLED = Profile.DISABLED
 
 # Which kinds each profile may show. ``disabled`` shows nothing and has no prompt.
 PROFILE_KINDS: Mapping[str, frozenset[Kind]] = {
-    "business": frozenset({Kind.SYSTEM, Kind.BUSINESS}),
-    "atomic": frozenset({Kind.SYSTEM, Kind.ATOMIC}),
-    "hybrid": frozenset({Kind.SYSTEM, Kind.BUSINESS, Kind.ATOMIC}),
+    Profile.BUSINESS: frozenset({Kind.SYSTEM, Kind.BUSINESS}),
+    Profile.ATOMIC: frozenset({Kind.SYSTEM, Kind.ATOMIC}),
+    Profile.HYBRID: frozenset({Kind.SYSTEM, Kind.BUSINESS, Kind.ATOMIC}),
     DISABLED: frozenset(),
 }
 
@@ -34,7 +35,7 @@ class Catalog:
     modules: tuple[ToolModule, ...]
     profile_kinds: Mapping[str, frozenset[Kind]]
     guidance: tuple[Guidance, ...]
-    default_profile: str = DEFAULT_PROFILE
+    default_profile: str = str(DEFAULT_PROFILE)
 
     @property
     def profiles(self) -> tuple[str, ...]:

@@ -3,30 +3,28 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
 
-from arkme.composition import current_ports
-from arkme.errors import ArkmeError, Conflict, UnknownTool
+from arkme.accounts.models import AccountKey
+from arkme.conversations.models import AgentSession, DshClient, SessionKey
+from arkme.kernel.errors import ArkmeError, UnknownTool
 
 from .approvals import approval_consume, approval_issue
 from .arguments import arguments_digest, validate_arguments
-from .metadata import Approval, Principal, ToolContext
-from .models import AgentSession, DshClient, IdempotencyRecord, IdempotencyStatus, ToolCall
+from .audit import OK, SERVER_ERROR, tool_call_record
+from .idempotency import CallResult, idempotency_claim, idempotency_complete, idempotency_release
+from .metadata import Approval, ToolContext
+from .models import IdempotencyRecord
+from .ports import current_ports
 from .registrar import CompiledTool
 from .sessions import session_toolset
 
 logger = logging.getLogger(__name__)
-IDEMPOTENCY_WAIT_SECONDS = 10.0
-IDEMPOTENCY_POLL_SECONDS = 0.05
 
-
-@dataclass(frozen=True)
-class CallResult:
-    status: int
-    body: dict[str, Any]
+__all__ = ["CallResult", "tool_execute", "tool_pre_execute", "visible_tool"]
 
 
 def visible_tool(session: AgentSession, name: str) -> CompiledTool:
@@ -39,10 +37,8 @@ def visible_tool(session: AgentSession, name: str) -> CompiledTool:
 
 def tool_context(session: AgentSession) -> ToolContext:
     return ToolContext(
-        principal=Principal(account_pk=session.account_id, account_public_id=session.account.public_id),
-        session_public_id=session.public_id,
-        session_pk=session.pk,
-        workspace=session.workspace or None,
+        account=AccountKey(session.account_id, session.account.public_id),
+        session=SessionKey(session.pk, session.public_id, session.workspace),
         ports=current_ports(),
     )
 
@@ -54,13 +50,14 @@ def tool_pre_execute(*, session: AgentSession, name: str, arguments: Any) -> dic
         validate_arguments(tool.validator, arguments)
         if tool.metadata.approval is not Approval.PRE_EXECUTE:
             return {"decision": "allow"}
-        card = tool.definition.describe_approval(tool_context(session), arguments)
+        describe = tool.definition.describe_approval
+        if describe is None:  # the catalog check (E014) refuses such a catalog at start-up
+            raise ImproperlyConfigured(f"{tool.metadata.name} has no approval card")
+        card = describe(tool_context(session), arguments)
     except ArkmeError as error:
-        return {"decision": "deny", "error": error.as_envelope()["error"]}
-    issued = approval_issue(
-        session=session, tool_name=tool.metadata.name,
-        digest=arguments_digest(tool.metadata.name, arguments), card=card,
-    )
+        return {"decision": "deny", "error": error.as_error()}
+    issued = approval_issue(session=session, tool_name=tool.metadata.name,
+                            digest=arguments_digest(tool.metadata.name, arguments))
     return {
         "decision": "ask",
         "approval": issued.token,
@@ -74,6 +71,7 @@ def _run(session: AgentSession, tool: CompiledTool, arguments: dict[str, Any], a
         context = tool_context(session)
         if tool.metadata.approval is Approval.PRE_EXECUTE:
             digest = arguments_digest(tool.metadata.name, arguments)
+            # One transaction: if the call fails, the approval is still unused.
             with transaction.atomic():
                 approval_consume(session=session, tool_name=tool.metadata.name, digest=digest, token=approval)
                 result = tool.definition.execute(context, arguments)
@@ -84,36 +82,11 @@ def _run(session: AgentSession, tool: CompiledTool, arguments: dict[str, Any], a
     return CallResult(200, {"result": result})
 
 
-def _claim_key(client: DshClient, session: AgentSession, key: str, tool_name: str,
-               digest: str) -> tuple[IdempotencyRecord | None, CallResult | None]:
-    """Claim the key for this call, or return the first call's response to replay."""
-    try:
-        with transaction.atomic():
-            record = IdempotencyRecord.objects.create(
-                client=client, session=session, key=key, tool_name=tool_name, request_digest=digest
-            )
-        return record, None
-    except IntegrityError:
-        pass
-    deadline = time.monotonic() + IDEMPOTENCY_WAIT_SECONDS
-    while True:
-        existing = IdempotencyRecord.objects.filter(client=client, session=session, key=key).first()
-        if existing is None:
-            # The first call failed and let the key go: this one may do the work.
-            return _claim_key(client, session, key, tool_name, digest)
-        if existing.request_digest != digest:
-            raise Conflict("This Idempotency-Key was used with other arguments.", code="idempotency_key_reused")
-        if existing.status == IdempotencyStatus.COMPLETE:
-            return None, CallResult(existing.response_status, existing.response_body)
-        if time.monotonic() > deadline:
-            raise Conflict("A call with this Idempotency-Key is still running.", code="idempotency_in_progress")
-        time.sleep(IDEMPOTENCY_POLL_SECONDS)
-
-
 def tool_execute(*, client: DshClient, session: AgentSession, name: str, arguments: Any,
                  approval: object = None, idempotency_key: str | None = None) -> CallResult:
     started = time.monotonic()
-    tool_id, replayed, record = "", False, None
+    tool_id, replayed = "", False
+    record: IdempotencyRecord | None = None
     result: CallResult | None = None
     try:
         try:
@@ -121,32 +94,29 @@ def tool_execute(*, client: DshClient, session: AgentSession, name: str, argumen
             tool_id = tool.metadata.id
             validate_arguments(tool.validator, arguments)
             if idempotency_key:
-                record, result = _claim_key(client, session, idempotency_key, tool.metadata.name,
-                                            arguments_digest(tool.metadata.name, arguments))
+                record, result = idempotency_claim(
+                    client=client, session=session, key=idempotency_key, tool_name=tool.metadata.name,
+                    digest=arguments_digest(tool.metadata.name, arguments))
                 replayed = result is not None
             if result is None:
                 result = _run(session, tool, arguments, approval)
         except ArkmeError as error:
             result = CallResult(error.http_status, error.as_envelope())
         if record is not None:
-            if result.status >= 500:
-                record.delete()  # a dependency failed: the caller may retry with the same key
-            else:
-                record.status = IdempotencyStatus.COMPLETE
-                record.response_status, record.response_body = result.status, result.body
-                record.save(update_fields=["status", "response_status", "response_body"])
+            idempotency_complete(record, result)
         return result
     except BaseException:
         if record is not None:
-            IdempotencyRecord.objects.filter(pk=record.pk).delete()
+            idempotency_release(record)
         raise
     finally:
-        outcome = "server_error"
-        status = 500
-        if result is not None:
-            status = result.status
-            outcome = "ok" if status < 400 else result.body.get("error", {}).get("code", "error")
-        ToolCall.objects.create(
-            session=session, tool_name=str(name)[:64], tool_id=tool_id, outcome=outcome[:64],
-            http_status=status, duration_ms=int((time.monotonic() - started) * 1000), replayed=replayed,
-        )
+        status = result.status if result is not None else 500
+        if result is None:
+            outcome = SERVER_ERROR
+        elif status < 400:
+            outcome = OK
+        else:
+            outcome = str(result.body.get("error", {}).get("code", "error"))
+        tool_call_record(session=session, tool_name=str(name), tool_id=tool_id, outcome=outcome,
+                         http_status=status, duration_ms=int((time.monotonic() - started) * 1000),
+                         replayed=replayed)

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from .ports import Ports
+
+if TYPE_CHECKING:
+    from arkme.accounts.models import AccountKey
+    from arkme.conversations.models import SessionKey
 
 
 class Kind(enum.StrEnum):
@@ -71,19 +75,11 @@ class ToolMetadata:
 
 
 @dataclass(frozen=True)
-class Principal:
-    """Who a call acts for: the signed-in account of the session."""
-
-    account_pk: int
-    account_public_id: str
-
-
-@dataclass(frozen=True)
 class ToolContext:
-    principal: Principal
-    session_public_id: str
-    session_pk: int
-    workspace: str | None
+    """Who a call acts for (the session's signed-in account), in which session, and the Ports."""
+
+    account: AccountKey
+    session: SessionKey
     ports: Ports
 
 
@@ -93,7 +89,7 @@ class ApprovalCard:
     body: str
 
 
-Execute = Callable[[ToolContext, Mapping[str, Any]], dict[str, Any]]
+Execute = Callable[[ToolContext, Mapping[str, Any]], Mapping[str, Any]]
 DescribeApproval = Callable[[ToolContext, Mapping[str, Any]], ApprovalCard]
 
 

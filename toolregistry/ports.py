@@ -1,54 +1,72 @@
-"""The narrow Ports that tool modules depend on, bound to implementations in ``arkme.composition``.
+"""The narrow Ports that tool modules depend on, and the slot that holds their implementations.
 
-Each method takes the acting account explicitly and authorises every object it touches.
-Results are JSON-ready projections.
+Each method takes the acting account (and session) as keys the session look-up already
+checked, and authorises every object it touches. Results are typed projections: each domain
+declares the shape it projects to (next to its selectors), and these Protocols name them, so
+the composition root's binding is checked by mypy. The composition root fills the slot at
+start-up (``arkme.apps``); the registry never imports the root.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+if TYPE_CHECKING:  # the shapes only; no runtime dependency on the domains
+    from arkme.accounts.models import AccountKey
+    from arkme.accounts.selectors import AccountView
+    from arkme.conversations.models import SessionKey
+    from galleries.selectors import (
+        ConfirmView, ExtensionView, GalleryResult, PrepareView, SourceArguments,
+    )
+    from groups.selectors import AddMembersView, CandidatesView, GroupRefView
+
+CardText = tuple[str, str]
+"""An approval card's title and body."""
 
 
 class AccountPort(Protocol):
-    def account_view(self, *, account_pk: int) -> dict[str, Any]: ...
+    def account_view(self, *, account: AccountKey) -> AccountView: ...
 
-    def change_arkme_id(self, *, account_pk: int, arkme_id: str) -> dict[str, Any]: ...
+    def change_arkme_id(self, *, account: AccountKey, arkme_id: str) -> AccountView: ...
 
 
 class ExtensionPort(Protocol):
-    def extensions_with_galleries(self, *, account_pk: int) -> list[dict[str, Any]]: ...
+    def extensions_with_galleries(self, *, account: AccountKey) -> list[ExtensionView]: ...
 
 
 class GroupPort(Protocol):
-    def groups_with_source_refs(self, *, account_pk: int) -> list[dict[str, Any]]: ...
+    def groups_with_source_refs(self, *, account: AccountKey) -> list[GroupRefView]: ...
 
 
 class GalleryPort(Protocol):
-    def prepare_add(self, *, account_pk: int, session_pk: int, extension: str,
-                    arguments: dict[str, Any]) -> dict[str, Any]: ...
+    def prepare_add(self, *, account: AccountKey, session: SessionKey, extension: str,
+                    source: SourceArguments) -> PrepareView: ...
 
-    def confirm_add(self, *, account_pk: int, session_pk: int, extension: str, operation: str) -> dict[str, Any]: ...
+    def confirm_add(self, *, account: AccountKey, session: SessionKey, extension: str,
+                    operation: str) -> ConfirmView: ...
 
-    def cancel_add(self, *, account_pk: int, session_pk: int, extension: str, operation: str) -> dict[str, Any]: ...
+    def cancel_add(self, *, account: AccountKey, session: SessionKey, extension: str,
+                   operation: str) -> GalleryResult: ...
 
-    def delete_items(self, *, account_pk: int, extension: str, items: Sequence[str],
-                     revision: int) -> dict[str, Any]: ...
+    def delete_items(self, *, account: AccountKey, extension: str, items: Sequence[str],
+                     revision: int) -> GalleryResult: ...
 
-    def reorder_items(self, *, account_pk: int, extension: str, order: Sequence[str],
-                      revision: int) -> dict[str, Any]: ...
+    def reorder_items(self, *, account: AccountKey, extension: str, order: Sequence[str],
+                      revision: int) -> GalleryResult: ...
 
-    def describe_delete(self, *, account_pk: int, extension: str, items: Sequence[str]) -> tuple[str, str]: ...
+    def describe_delete(self, *, account: AccountKey, extension: str, items: Sequence[str]) -> CardText: ...
 
-    def describe_reorder(self, *, account_pk: int, extension: str, order: Sequence[str]) -> tuple[str, str]: ...
+    def describe_reorder(self, *, account: AccountKey, extension: str, order: Sequence[str]) -> CardText: ...
 
 
 class GroupMemberPort(Protocol):
-    def candidates(self, *, account_pk: int, account_public_id: str, source_ref: str, query: str | None,
-                   limit: int) -> dict[str, Any]: ...
+    def candidates(self, *, account: AccountKey, source_ref: str, query: str | None,
+                   limit: int) -> CandidatesView: ...
 
-    def add_members(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> dict[str, Any]: ...
+    def add_members(self, *, account: AccountKey, source_ref: str,
+                    candidate_refs: Sequence[str]) -> AddMembersView: ...
 
-    def describe_add(self, *, account_pk: int, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]: ...
+    def describe_add(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> CardText: ...
 
 
 @dataclass(frozen=True)
@@ -58,3 +76,23 @@ class Ports:
     groups: GroupPort
     galleries: GalleryPort
     group_members: GroupMemberPort
+
+
+class PortsNotInstalled(RuntimeError):
+    """The composition root has not bound the Ports (start-up did not run ``arkme.apps``)."""
+
+
+_installed: Ports | None = None
+
+
+def install_ports(ports: Ports) -> None:
+    """Called by the composition root at start-up (tests may install fakes the same way)."""
+    global _installed
+    _installed = ports
+
+
+def current_ports() -> Ports:
+    if _installed is None:
+        raise PortsNotInstalled("the composition root has not installed the tool Ports")
+    return _installed
+

@@ -7,7 +7,7 @@ import json
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from arkme.models import Account
+from arkme.accounts.models import Account
 from galleries.models import Extension
 from groups.models import Group, Membership, PrivateChat
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from arkme.models import Account
+from arkme.accounts.models import Account
 from groups.refs import read_source_ref
 
 

@@ -65,7 +65,7 @@ def test_the_floor_view_does_the_work_of_a_candidates_call(bench_urls, dsh, alic
     def chats(body):
         result = body["result"]
         handles = [read_candidate_ref(c["candidate_ref"], account_public_id=world.alice.public_id,
-                                      group_public_id=world.approval_group.public_id).chat_public_id
+                                      group_public_id=world.approval_group.public_id)
                    for c in result["candidates"]]
         listed = [{k: v for k, v in c.items() if k != "candidate_ref"} for c in result["candidates"]]
         return {**result, "candidates": listed}, handles

@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from galleries.library import account_image_create, image_ref_for
+from galleries.services.account_images import account_image_create, image_ref_for
 
 from . import images
 

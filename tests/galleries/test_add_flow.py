@@ -8,7 +8,7 @@ from django.core import signing
 from django.utils import timezone
 
 from galleries.models import Blob, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
-from galleries.operations import is_confirmation
+from galleries.services.gallery_add import is_confirmation
 
 from . import images
 
@@ -201,12 +201,12 @@ def test_operation_of_another_session_or_extension_is_404(gs, dsh, world):
 
 
 def test_storage_failure_keeps_the_operation_and_a_retry_stores_only_the_missing(gs, monkeypatch):
-    from galleries import blobstore
+    from arkme.kernel import storage as blobstore
 
     paths = gs.write_many(4)
     operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
     gs.say("确认")
-    real = blobstore.BlobStore._put_local
+    real = blobstore.LocalObjectStore._put
     calls = {"blobs": 0}
 
     def failing_third(self, key, data):
@@ -216,13 +216,13 @@ def test_storage_failure_keeps_the_operation_and_a_retry_stores_only_the_missing
                 raise OSError("disk gone")
         return real(self, key, data)
 
-    monkeypatch.setattr(blobstore.BlobStore, "_put_local", failing_third)
+    monkeypatch.setattr(blobstore.LocalObjectStore, "_put", failing_third)
     failed = gs.confirm(operation)
     assert error(failed, 503)["code"] == "storage_unavailable"
     assert PendingOperation.objects.get().status == OperationStatus.PENDING
     assert GalleryItem.objects.count() == 0 and Blob.objects.count() == 3  # every store but the third
     writes = []
-    monkeypatch.setattr(blobstore.BlobStore, "_put_local",
+    monkeypatch.setattr(blobstore.LocalObjectStore, "_put",
                         lambda self, key, data: writes.append(key) or real(self, key, data))
     assert result(gs.confirm(operation))["added"] == 4
     assert len([k for k in writes if k.startswith("blobs/")]) == 1
@@ -242,7 +242,7 @@ def test_image_ref_source(gs, logos):
 def test_bad_image_refs_are_refused(gs, logos, which, code, monkeypatch):
     ref = {"bob": logos["bob"], "tampered": logos["alice"][:-2] + "xx", "raw": "aim_123"}.get(which, logos["alice"])
     if which == "expired":
-        from galleries import refs
+        from galleries.services import account_images as refs
         monkeypatch.setattr(refs, "IMAGE_REF_MAX_AGE", -1)
     body = error(gs.prepare(source="image_ref", image_ref=ref), 400)
     assert body["code"] == code and body["details"]["fields"] == ["image_ref"]
@@ -295,7 +295,7 @@ def test_confirm_keeps_a_clean_png_again_without_decoding_it(gs, monkeypatch):
 
     from PIL import Image
 
-    from galleries.imaging import png_image_chunks
+    from galleries.ingest.raster import png_image_chunks
 
     clean, turned = images.png_with_metadata(), images.png_with_exif_orientation()
     body = result(gs.prepare(source="workspace", workspace_paths=[gs.write("clean.png", clean),

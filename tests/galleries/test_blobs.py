@@ -10,10 +10,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from galleries.blobs import blobs_collect_garbage, blobs_store_missing, blobs_verify
-from galleries.blobstore import BlobStore, StorageUnavailable, blob_key, sha256_hex, staging_key
+from galleries.blobs.services import blobs_collect_garbage, blobs_store_missing, blobs_verify
+from arkme.kernel.errors import StorageUnavailable
+from arkme.kernel.storage import object_store
+from galleries.blobs.storage import blob_key, staging_key
+from galleries.ingest.process_image import sha256_hex
 from galleries.models import Blob
-from galleries.pipeline import process_image
+from galleries.ingest.process_image import process_image
 
 from . import images
 
@@ -26,14 +29,14 @@ def backend(request):
 
 
 def test_put_if_absent_never_overwrites(backend):
-    store = BlobStore()
+    store = object_store()
     assert store.put_if_absent("blobs/ab/key", b"first") is True
     assert store.put_if_absent("blobs/ab/key", b"second") is False
     assert store.read("blobs/ab/key") == b"first"
 
 
 def test_listing_sees_what_was_stored(backend):
-    store = BlobStore()
+    store = object_store()
     store.put_if_absent("blobs/aa/one", b"1")
     store.put_if_absent("staging/two", b"2")
     assert [key for key, _ in store.keys("blobs/")] == ["blobs/aa/one"]
@@ -45,7 +48,7 @@ def test_store_missing_is_idempotent_and_content_addressed(backend):
     image = process_image(images.png())
     assert blobs_store_missing([image]) == 1
     assert blobs_store_missing([image]) == 0
-    store = BlobStore()
+    store = object_store()
     assert sha256_hex(store.read(blob_key(image.sha256))) == image.sha256
     assert not store.exists(staging_key(image.sha256))  # staging is cleaned up
     blob = Blob.objects.get()
@@ -57,13 +60,13 @@ def test_gc_removes_only_unreferenced_old_blobs_after_commit(backend, gs, django
     kept = gs.add_confirmed(gs.write_many(1))
     orphan = process_image(images.png((400, 400), (9, 9, 9)))
     blobs_store_missing([orphan])
-    BlobStore().put_if_absent(blob_key("f" * 64), b"no row knows me")
+    object_store().put_if_absent(blob_key("f" * 64), b"no row knows me")
     assert blobs_collect_garbage().total == 0  # nothing is old enough yet
     Blob.objects.update(created_at=timezone.now() - timedelta(days=1))
     dry = blobs_collect_garbage(dry_run=True, grace=timedelta(0))
     assert dry.blobs == [orphan.sha256] and dry.orphans == [blob_key("f" * 64)]
     assert Blob.objects.count() == 2
-    store = BlobStore()
+    store = object_store()
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         report = blobs_collect_garbage(grace=timedelta(0))
     assert report.blobs == [orphan.sha256]
@@ -79,7 +82,7 @@ def test_gc_removes_only_unreferenced_old_blobs_after_commit(backend, gs, django
 def test_verify_finds_corrupted_and_missing_blobs(backend):
     good, bad, gone = (process_image(images.png((400, 400), (c, c, c))) for c in (1, 2, 3))
     blobs_store_missing([good, bad, gone])
-    store = BlobStore()
+    store = object_store()
     store.delete(blob_key(bad.sha256))
     store.put_if_absent(blob_key(bad.sha256), b"corrupted bytes")
     store.delete(blob_key(gone.sha256))
@@ -127,7 +130,7 @@ def test_unreachable_s3_is_503_and_nothing_changes(s3, gs, settings):
 
 
 def test_storage_errors_become_storage_unavailable(monkeypatch):
-    store = BlobStore()
-    monkeypatch.setattr(store, "_put_local", lambda key, data: (_ for _ in ()).throw(OSError("boom")))
+    store = object_store()
+    monkeypatch.setattr(store, "_put", lambda key, data: (_ for _ in ()).throw(OSError("boom")))
     with pytest.raises(StorageUnavailable):
         store.put_if_absent("blobs/x", b"1")

@@ -6,8 +6,8 @@ import io
 import pytest
 from PIL import Image
 
-from galleries.imaging import ImageRejected, process_raster, sniff
-from galleries.pipeline import process_image
+from galleries.ingest.raster import ImageRejected, process_raster, sniff
+from galleries.ingest.process_image import process_image
 
 from . import images
 
@@ -126,7 +126,7 @@ def test_png_with_an_orientation_is_turned_upright_and_encoded_again(make):
 
 
 def test_png_with_a_colour_profile_is_converted_not_kept(monkeypatch):
-    from galleries import imaging
+    from galleries.ingest import raster as imaging
 
     encoded = []
     monkeypatch.setattr(imaging, "_encode", lambda image, fmt: encoded.append(fmt) or b"converted")
@@ -139,7 +139,7 @@ def test_png_with_a_colour_profile_is_converted_not_kept(monkeypatch):
 
 @pytest.mark.parametrize("damage", ["idat_checksum", "unknown_critical_chunk", "no_end", "animation", "header_not_first"])
 def test_pngs_that_cannot_be_kept_as_they_are(damage):
-    from galleries.imaging import png_image_chunks
+    from galleries.ingest.raster import png_image_chunks
 
     data = images.png((400, 400))
     assert png_image_chunks(data) is not None
@@ -158,14 +158,14 @@ def test_pngs_that_cannot_be_kept_as_they_are(damage):
 
 
 def test_unknown_ancillary_chunks_are_dropped():
-    from galleries.imaging import png_image_chunks
+    from galleries.ingest.raster import png_image_chunks
 
     data = images.png_with_chunk(images.png((400, 400)), images.png_chunk(b"prVt", b"private data"))
     assert b"private data" not in png_image_chunks(data)
 
 
 def test_an_upright_exif_is_dropped_without_encoding_again(monkeypatch):
-    from galleries import imaging
+    from galleries.ingest import raster as imaging
 
     monkeypatch.setattr(imaging, "_encode", lambda image, fmt: pytest.fail("encoded again"))
     clean, width, height = process_raster(images.png_with_exif_orientation((600, 400), orientation=1), "png")

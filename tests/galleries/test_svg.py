@@ -8,11 +8,11 @@ import time
 import pytest
 from PIL import Image
 
-from galleries import svg_render
-from galleries.imaging import ImageRejected
-from galleries.pipeline import process_image
-from galleries.svg import sanitise_svg
-from galleries.svg_render import RenderFailed, render_png
+from galleries.ingest import svg_render
+from galleries.ingest.raster import ImageRejected
+from galleries.ingest.process_image import process_image
+from galleries.ingest.svg_sanitise import sanitise_svg
+from galleries.ingest.svg_render import RenderFailed, render_png
 
 from .images import svg
 

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from arkme.errors import ArkmeError
-from galleries import workspace as ws
-from galleries.workspace import read_workspace_file
+from arkme.kernel.errors import ArkmeError
+from galleries.ingest import workspace as ws
+from galleries.ingest.workspace import read_workspace_file
 
 
 @pytest.fixture(params=["openat2", "walk"])

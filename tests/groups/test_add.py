@@ -6,7 +6,7 @@ import re
 import pytest
 from django.core import signing
 
-from arkme.models import Account
+from arkme.accounts.models import Account
 from groups import refs as refs_module
 from groups.models import ChatMessage, Invitation, Membership, PrivateChat
 from groups.services import private_chat_ensure
@@ -106,7 +106,7 @@ def test_concurrent_adds_of_one_person_give_one_membership(postgres, world):
 
     from django.db import connection
 
-    from groups.refs import make_candidate_ref, make_source_ref
+    from groups.refs import candidate_ref_maker, make_source_ref
     from groups.services import group_members_add
 
     chat = private_chat_ensure(a=world.alice, b=world.carol)
@@ -115,11 +115,11 @@ def test_concurrent_adds_of_one_person_give_one_membership(postgres, world):
     outcomes = []
 
     def run():
-        ref = make_candidate_ref(account_public_id=world.alice.public_id, group_public_id=world.open_group.public_id,
-                                 chat_public_id=chat.public_id)
+        ref = candidate_ref_maker(account_public_id=world.alice.public_id,
+                                  group_public_id=world.open_group.public_id)(chat.public_id)
         barrier.wait()
         try:
-            outcomes.append(group_members_add(account=world.alice, source_ref=source, candidate_refs=[ref])["results"][0]["outcome"])
+            outcomes.append(group_members_add(account=world.alice, source_ref=source, candidate_refs=[ref]).results[0].outcome)
         finally:
             connection.close()
 

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from arkme.models import Account
+from arkme.accounts.models import Account
 from groups.models import Membership, PrivateChat
 from groups.selectors import candidate_chats
 from groups.services import membership_ensure, private_chat_ensure
@@ -111,7 +111,7 @@ def test_the_whole_tool_call_takes_two_queries(chats, members):
     with CaptureQueriesContext(connection) as queries:
         result = group_member_candidates(account=me, source_ref=ref, limit=50)
     assert len(queries) == 2
-    assert result["group"]["member_count"] == members + 1
+    assert result.group.member_count == members + 1
 
 
 @pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from groups.models import ChatMessage, Invitation, JoinRequest, Membership
-from groups.services import message_deliver, messages_redeliver
+from groups.delivery import message_deliver, messages_redeliver
 
 from .test_add import ref_of
 
@@ -108,12 +108,13 @@ def test_delivery_is_idempotent_and_redelivery_catches_up(candidates, add, djang
 
 
 def test_broker_failure_at_commit_does_not_fail_the_call(candidates, add, django_capture_on_commit_callbacks, monkeypatch):
-    from arkme import tasking
+    from arkme.kernel.errors import QueueUnavailable
+    from groups import services
 
     def down(*args):
-        raise tasking.QueueUnavailable()
+        raise QueueUnavailable()
 
-    monkeypatch.setattr(tasking, "enqueue", down)
+    monkeypatch.setattr(services, "enqueue", down)
     with django_capture_on_commit_callbacks(execute=True):
         response = add("approval-group", [ref_of(candidates, "approval-group", "Dave")])
     assert response.json()["result"]["results"][0]["outcome"] == "invited"

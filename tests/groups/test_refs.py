@@ -9,7 +9,8 @@ from django.core import signing
 
 from groups import refs as refs_module
 from groups.models import PrivateChat
-from groups.refs import RefExpired, RefInvalid, make_candidate_ref, read_candidate_ref, read_source_ref
+from arkme.kernel.signing import RefExpired, RefInvalid
+from groups.refs import candidate_ref_maker, read_candidate_ref, read_source_ref
 
 
 def decoded_payload(ref: str) -> str:
@@ -47,10 +48,10 @@ def test_source_ref_is_bound_to_the_account(world, refs):
 
 def test_candidate_ref_is_bound_to_account_and_group(world):
     chat = PrivateChat.objects.first()
-    ref = make_candidate_ref(account_public_id=world.alice.public_id, group_public_id=world.open_group.public_id,
-                             chat_public_id=chat.public_id)
+    ref = candidate_ref_maker(account_public_id=world.alice.public_id,
+                              group_public_id=world.open_group.public_id)(chat.public_id)
     assert read_candidate_ref(ref, account_public_id=world.alice.public_id,
-                              group_public_id=world.open_group.public_id).chat_public_id == chat.public_id
+                              group_public_id=world.open_group.public_id) == chat.public_id
     for account, group in ((world.bob, world.open_group), (world.alice, world.approval_group)):
         with pytest.raises(RefInvalid):
             read_candidate_ref(ref, account_public_id=account.public_id, group_public_id=group.public_id)

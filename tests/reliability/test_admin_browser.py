@@ -8,11 +8,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.staticfiles.testing import StaticLiveServerTestCase
 
-from arkme.models import Account
-from galleries.blobs import blobs_store_missing
+from arkme.accounts.models import Account
+from galleries.blobs.services import blobs_store_missing
 from galleries.models import Blob, GalleryItem, PendingOperation
-from galleries.pipeline import process_image
-from galleries.services import extension_create
+from galleries.ingest.process_image import process_image
+from galleries.services.extensions import extension_create
 from groups.models import Group, JoinPolicy, JoinRequest, Membership
 
 from .. import figures

@@ -174,7 +174,7 @@ def test_a_worker_killed_mid_task_and_restarted_leaves_the_same_final_state(work
     operation = PendingOperation.objects.get()
     assert operation.status == OperationStatus.PENDING and len(operation.sources) == 1
     # The same bytes rendered without interruption give the same content fingerprint.
-    from galleries.pipeline import process_image
+    from galleries.ingest.process_image import process_image
     worker_result = operation.sources[0]["content_sha256"]
     gs.say("确认")
     confirmed = gs.confirm(operation.public_id)
@@ -193,7 +193,7 @@ def test_a_broker_that_is_down_gives_503_and_no_partial_state(worker, gs, settin
     reset_connections()
     response = gs.confirm(operation)
     assert response.status_code == 503 and response.json()["error"]["code"] == "task_queue_unavailable"
-    from galleries.services import extension_create
+    from galleries.services.extensions import extension_create
 
     gs.extension = extension_create(owner=PendingOperation.objects.get().account, name="second").public_id
     svg = gs.write("b.svg", images.svg())

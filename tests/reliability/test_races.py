@@ -9,12 +9,12 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from arkme.errors import ArkmeError
-from galleries.edits import gallery_delete_items, gallery_reorder_items
+from arkme.kernel.errors import ArkmeError
+from galleries.services.gallery_edit import gallery_delete_items, gallery_reorder_items
 from galleries.models import Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
-from galleries.operations import gallery_confirm_add, gallery_prepare_add
-from toolregistry.clients import dsh_client_create
-from toolregistry.models import AgentSession, Message
+from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_add
+from arkme.conversations.clients import dsh_client_create
+from arkme.conversations.models import AgentSession, Message
 
 from .. import figures
 from ..galleries import images
@@ -80,7 +80,7 @@ def scene(postgres, world, tmp_path, settings):
 
     def prepare(paths):
         return gallery_prepare_add(account=world.alice, session=session, extension=world.alice_ext.public_id,
-                                   arguments={"source": "workspace", "workspace_paths": paths})
+                                   source={"source": "workspace", "workspace_paths": paths}).public_id
 
     def say_confirm():
         Message.objects.create(session=session, message_id=f"m{next(counter)}", text="确认")
@@ -89,7 +89,7 @@ def scene(postgres, world, tmp_path, settings):
         return gallery_confirm_add(account=world.alice, session=session, extension=world.alice_ext.public_id,
                                    operation=operation)
 
-    op = prepare(new_files(6))["operation"]
+    op = prepare(new_files(6))
     say_confirm()
     confirm(op)
     return world, session, new_files, prepare, say_confirm, confirm
@@ -103,7 +103,7 @@ def test_writers_on_one_gallery_lose_no_update(scene):
     for _ in range(ROUNDS):
         check_invariants(gallery)
         before = gallery.revision
-        operation = prepare(new_files(1))["operation"]
+        operation = prepare(new_files(1))
         say_confirm()
         items = list(GalleryItem.objects.filter(gallery=gallery).order_by("position").values_list("public_id", flat=True))
         workers = [lambda: confirm(operation), lambda: confirm(operation)]

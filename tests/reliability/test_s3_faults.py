@@ -9,11 +9,11 @@ import boto3
 import pytest
 from django.conf import settings
 
-from galleries import blobstore
-from galleries.blobs import blobs_collect_garbage
-from galleries.blobstore import blob_key
+from arkme.kernel import storage as blobstore
+from galleries.blobs.services import blobs_collect_garbage
+from galleries.blobs.storage import blob_key
 from galleries.models import Blob, Extension, Gallery, OperationStatus, PendingOperation
-from galleries.services import extension_create
+from galleries.services.extensions import extension_create
 
 from .. import figures
 from ..galleries import images
@@ -29,7 +29,7 @@ def bucket_keys(bucket: str) -> list[str]:
 
 
 def test_a_failed_put_at_every_position_is_recovered(s3, gs, world, monkeypatch, django_capture_on_commit_callbacks):
-    real_put = blobstore.BlobStore._put_s3
+    real_put = blobstore.S3ObjectStore._put
     recovered = 0
     for k in range(1, BATCH + 1):
         ext = extension_create(owner=world.alice, name=f"fault-{k}")
@@ -46,13 +46,13 @@ def test_a_failed_put_at_every_position_is_recovered(s3, gs, world, monkeypatch,
                     raise ConnectionError("S3 went away")
             return real_put(self, key, data)
 
-        monkeypatch.setattr(blobstore.BlobStore, "_put_s3", failing)
+        monkeypatch.setattr(blobstore.S3ObjectStore, "_put", failing)
         failed = gs.confirm(operation)
         gallery = Gallery.objects.get(extension=ext)
         unchanged = (failed.status_code == 503 and gallery.revision == 0 and not gallery.items.exists()
                      and PendingOperation.objects.get(public_id=operation).status == OperationStatus.PENDING)
         retry_puts = []
-        monkeypatch.setattr(blobstore.BlobStore, "_put_s3",
+        monkeypatch.setattr(blobstore.S3ObjectStore, "_put",
                             lambda self, key, data: retry_puts.append(key) or real_put(self, key, data))
         done = gs.confirm(operation)
         # Every put but the failed one went through the first time: the retry stores one blob.

@@ -12,10 +12,10 @@ from hypothesis.stateful import (
     RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test,
 )
 
-from arkme.models import Account
+from arkme.accounts.models import Account
 from galleries.models import Gallery, GalleryHistory, GalleryItem
-from galleries.pipeline import process_image
-from galleries.services import extension_create
+from galleries.ingest.process_image import process_image
+from galleries.services.extensions import extension_create
 
 from .. import figures
 from ..conftest import make_dsh

@@ -13,7 +13,7 @@ def staff(client, db):
 
 
 @pytest.mark.parametrize("model", [
-    "arkme/account", "toolregistry/dshclient", "toolregistry/agentsession", "toolregistry/approvalgrant",
+    "accounts/account", "conversations/dshclient", "conversations/agentsession", "toolregistry/approvalgrant",
     "toolregistry/toolcall", "toolregistry/idempotencyrecord", "galleries/extension", "groups/group",
     "groups/privatechat",
 ])
@@ -32,14 +32,14 @@ def test_tool_call_audit_is_visible_and_read_only(staff, dsh, world):
 
 
 def test_client_created_in_admin_shows_its_key_once(staff, db):
-    response = staff.post("/admin/toolregistry/dshclient/add/", {"name": "from-admin", "profiles": "[]"}, follow=True)
+    response = staff.post("/admin/conversations/dshclient/add/", {"name": "from-admin", "profiles": "[]"}, follow=True)
     assert response.status_code == 200
     text = response.content.decode()
     assert "shown only now: dsh_" in text
-    from toolregistry.models import DshClient
+    from arkme.conversations.models import DshClient
     client = DshClient.objects.get(name="from-admin")
     key = text.split("shown only now: ")[1].split("<")[0].strip()
-    from toolregistry.clients import client_for_key
+    from arkme.conversations.clients import client_for_key
     assert client_for_key(key) == client
 
 

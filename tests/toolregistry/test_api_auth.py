@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from toolregistry.clients import dsh_client_revoke, dsh_client_rotate
-from toolregistry.models import DshClient
+from arkme.conversations.clients import dsh_client_revoke, dsh_client_rotate
+from arkme.conversations.models import DshClient
 
 
 def assert_401(response):

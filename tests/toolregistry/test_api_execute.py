@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from arkme.models import Account
+from arkme.accounts.models import Account
 from toolregistry.models import ApprovalGrant, IdempotencyRecord, ToolCall
 
 
@@ -229,7 +229,7 @@ def test_every_call_is_audited_without_arguments(dsh, session):
 
 
 def test_unexpected_error_is_500_without_internals(dsh, session, monkeypatch):
-    from arkme import adapters
+    from arkme.accounts import adapters
 
     def boom(self, **kwargs):
         raise RuntimeError("/secret/path/to/db password=hunter2")
@@ -243,7 +243,7 @@ def test_unexpected_error_is_500_without_internals(dsh, session, monkeypatch):
 
 
 def test_server_error_releases_the_idempotency_key(dsh, session, monkeypatch):
-    from arkme import adapters
+    from arkme.accounts import adapters
 
     original = adapters.AccountAdapter.account_view
     monkeypatch.setattr(adapters.AccountAdapter, "account_view", lambda self, **kw: 1 / 0)

@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.utils import timezone
 
-from toolregistry.models import AgentSession, CapturedAttachment, Message
+from arkme.conversations.models import AgentSession, CapturedAttachment, Message
 
 
 @pytest.fixture
@@ -95,21 +95,20 @@ def test_unknown_file_field_is_400(dsh, session):
 
 
 def test_storage_failure_is_503_and_leaves_nothing(dsh, session, monkeypatch):
-    from toolregistry import attachment_store
+    from arkme.conversations import messages
+    from arkme.kernel.storage import LocalObjectStore
 
     calls = {"n": 0}
-    real_save = storages["blobs"].save
+    real_put = LocalObjectStore._put
 
-    def flaky_save(name, content, *a, **kw):
+    def flaky_put(self, key, data):
         calls["n"] += 1
         if calls["n"] == 2:
             raise OSError("disk full")
-        return real_save(name, content, *a, **kw)
+        return real_put(self, key, data)
 
-    monkeypatch.setattr(storages["blobs"], "save", flaky_save)
+    monkeypatch.setattr(LocalObjectStore, "_put", flaky_put)
     deleted = []
-    monkeypatch.setattr(attachment_store, "delete_attachments", lambda keys: deleted.extend(keys))
-    from toolregistry import messages
     monkeypatch.setattr(messages, "delete_attachments", lambda keys: deleted.extend(keys))
     files = [upload("a.png", b"a"), upload("b.png", b"b")]
     response = post_multipart(dsh, session, {"id": "m1", "attachments": files})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolregistry.models import AgentSession
+from arkme.conversations.models import AgentSession
 
 from ..conftest import make_dsh
 
@@ -168,7 +168,7 @@ def test_closed_session_is_404_for_every_call(dsh, world):
 
 
 def test_a_deactivated_accounts_session_is_404_for_reads_and_writes(dsh, world):
-    from arkme.models import Account
+    from arkme.accounts.models import Account
 
     session = dsh.open_session(world.alice)["session"]
     Account.objects.filter(pk=world.alice.pk).update(is_active=False)
@@ -183,7 +183,7 @@ def test_a_session_read_is_one_statement_with_its_account(dsh, world):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from toolregistry.sessions import session_for_client
+    from arkme.conversations.sessions import session_for_client
 
     session = dsh.open_session(world.alice)["session"]
     with CaptureQueriesContext(connection) as queries:

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
-from toolregistry.models import DshClient
+from arkme.conversations.models import DshClient
 
 
 def run(*args) -> str:

@@ -1,16 +1,19 @@
 """Bearer client keys for the DSH API."""
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.request import Request
 
-from arkme.errors import NotAuthenticated
-
-from ..clients import client_for_key
-from ..models import DshClient
+from arkme.conversations.clients import client_for_key
+from arkme.conversations.models import DshClient
+from arkme.kernel.errors import NotAuthenticated
 
 
 class DshClientAuthentication(BaseAuthentication):
-    def authenticate(self, request) -> tuple[DshClient, DshClient] | None:
+    def authenticate(self, request: Request) -> tuple[DshClient, DshClient] | None:
         header = get_authorization_header(request).split()
         if not header:
             return None
@@ -26,19 +29,13 @@ class DshClientAuthentication(BaseAuthentication):
             raise NotAuthenticated("The client key is not valid.")
         return client, client
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="dsh"'
 
 
-try:
-    from drf_spectacular.extensions import OpenApiAuthenticationExtension
-except ImportError:  # pragma: no cover - drf-spectacular is a runtime dependency
-    OpenApiAuthenticationExtension = None
+class DshClientAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "toolregistry.api.authentication.DshClientAuthentication"
+    name = "dshClientKey"
 
-if OpenApiAuthenticationExtension is not None:
-    class DshClientAuthenticationScheme(OpenApiAuthenticationExtension):
-        target_class = "toolregistry.api.authentication.DshClientAuthentication"
-        name = "dshClientKey"
-
-        def get_security_definition(self, auto_schema):
-            return {"type": "http", "scheme": "bearer", "description": "A DSH client key."}
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "description": "A DSH client key."}

@@ -2,19 +2,20 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from arkme.errors import ArkmeError
+from arkme.kernel.errors import ArkmeError, ErrorCode
 
 logger = logging.getLogger("arkme.api")
 
 
-def _fields(detail, prefix: str = "") -> list[str]:
+def _fields(detail: Any, prefix: str = "") -> list[str]:
     if isinstance(detail, dict):
         names: list[str] = []
         for key, value in detail.items():
@@ -35,61 +36,62 @@ def _fields(detail, prefix: str = "") -> list[str]:
     return []
 
 
-def envelope(code: str, message: str, status: int, details: dict | None = None, headers=None) -> Response:
-    error = {"code": code, "message": message}
+def envelope(code: ErrorCode, message: str, status: int, details: dict[str, Any] | None = None,
+             headers: dict[str, str] | None = None) -> Response:
+    error: dict[str, Any] = {"code": str(code), "message": message}
     if details:
         error["details"] = details
     return Response({"error": error}, status=status, headers=headers)
 
 
-def dsh_exception_handler(exc, context) -> Response:
+def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, ArkmeError):
         headers = {"WWW-Authenticate": 'Bearer realm="dsh"'} if exc.http_status == 401 else None
         return Response(exc.as_envelope(), status=exc.http_status, headers=headers)
     if isinstance(exc, drf.ValidationError):
         fields = _fields(exc.detail) or ["body"]
-        return envelope("invalid_request", "Invalid request: " + ", ".join(fields) + ".", 400, {"fields": fields})
+        return envelope(ErrorCode.INVALID_REQUEST, "Invalid request: " + ", ".join(fields) + ".", 400, {"fields": fields})
     if isinstance(exc, drf.ParseError):
-        return envelope("malformed_request", "The request body could not be parsed.", 400)
+        return envelope(ErrorCode.MALFORMED_REQUEST, "The request body could not be parsed.", 400)
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
-        return envelope("not_authenticated", "A valid client key is required.", 401,
+        return envelope(ErrorCode.NOT_AUTHENTICATED, "A valid client key is required.", 401,
                         headers={"WWW-Authenticate": 'Bearer realm="dsh"'})
     if isinstance(exc, (drf.PermissionDenied, PermissionDenied)):
-        return envelope("forbidden", "This is not allowed.", 403)
+        return envelope(ErrorCode.FORBIDDEN, "This is not allowed.", 403)
     if isinstance(exc, (drf.NotFound, Http404)):
-        return envelope("not_found", "Not found.", 404)
+        return envelope(ErrorCode.NOT_FOUND, "Not found.", 404)
     if isinstance(exc, drf.MethodNotAllowed):
-        return envelope("method_not_allowed", "This method is not allowed here.", 405)
+        return envelope(ErrorCode.METHOD_NOT_ALLOWED, "This method is not allowed here.", 405)
     if isinstance(exc, drf.NotAcceptable):
-        return envelope("not_acceptable", "Only application/json responses are offered.", 406)
+        return envelope(ErrorCode.NOT_ACCEPTABLE, "Only application/json responses are offered.", 406)
     if isinstance(exc, drf.UnsupportedMediaType):
-        return envelope("unsupported_media_type", "This content type is not accepted here.", 415)
+        return envelope(ErrorCode.UNSUPPORTED_MEDIA_TYPE, "This content type is not accepted here.", 415)
     if isinstance(exc, drf.Throttled):
-        return envelope("throttled", "Too many requests.", 429)
+        return envelope(ErrorCode.THROTTLED, "Too many requests.", 429)
     if isinstance(exc, RequestDataTooBig):
-        return envelope("payload_too_large", "The request body is too large.", 413)
+        return envelope(ErrorCode.PAYLOAD_TOO_LARGE, "The request body is too large.", 413)
     if isinstance(exc, SuspiciousOperation):
-        return envelope("invalid_request", "The request is malformed.", 400)
+        return envelope(ErrorCode.INVALID_REQUEST, "The request is malformed.", 400)
     if isinstance(exc, drf.APIException):
-        return envelope("error", "The request could not be completed.", exc.status_code)
+        return envelope(ErrorCode.ERROR, "The request could not be completed.", exc.status_code)
     logger.exception("unhandled error in the DSH API", exc_info=exc)
-    return envelope("internal_error", "Something went wrong on our side.", 500)
+    return envelope(ErrorCode.INTERNAL_ERROR, "Something went wrong on our side.", 500)
 
 
-def _is_api(request) -> bool:
+def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/dsh/")
 
 
-def not_found(request, exception=None):
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """JSON under the DSH API, Django's page elsewhere."""
     if _is_api(request):
-        return JsonResponse({"error": {"code": "not_found", "message": "Not found."}}, status=404)
+        return JsonResponse({"error": {"code": ErrorCode.NOT_FOUND, "message": "Not found."}}, status=404)
     return defaults.page_not_found(request, exception)
 
 
-def server_error(request):
+def server_error(request: HttpRequest) -> HttpResponse:
     if _is_api(request):
         return JsonResponse(
-            {"error": {"code": "internal_error", "message": "Something went wrong on our side."}}, status=500
+            {"error": {"code": ErrorCode.INTERNAL_ERROR, "message": "Something went wrong on our side."}}, status=500
         )
     return defaults.server_error(request)

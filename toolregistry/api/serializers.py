@@ -1,13 +1,17 @@
 """Request validation and the documented response shapes of the DSH API."""
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
+
+from arkme.kernel.errors import ErrorCode
 
 
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know, like tool arguments do."""
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = set(getattr(self, "initial_data", {}) or {}) - set(self.fields)
         if unknown:
             raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
@@ -43,7 +47,8 @@ class ExecuteRequest(ArgumentsRequest):
 # --- Documented responses ------------------------------------------------------------------
 
 class ErrorBody(serializers.Serializer):
-    code = serializers.CharField()
+    code = serializers.ChoiceField(choices=[code.value for code in ErrorCode],
+                                   help_text="A stable word from the registry of error codes.")
     message = serializers.CharField()
     details = serializers.DictField(required=False)
 

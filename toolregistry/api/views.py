@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.db import transaction
 from django.http import HttpResponse
@@ -10,16 +11,17 @@ from rest_framework import status
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
-from arkme.errors import InvalidRequest
+from arkme.conversations.messages import message_record
+from arkme.conversations.models import AgentSession
+from arkme.conversations.sessions import session_close, session_for_client, session_open, session_set_attachments
+from arkme.kernel.errors import ErrorCode, InvalidRequest
 
 from ..catalog import CATALOG
 from ..execution import tool_execute, tool_pre_execute
-from ..messages import message_record
-from ..sessions import (
-    session_close, session_for_client, session_open, session_set_attachments, session_toolset,
-)
+from ..sessions import session_toolset
 from . import serializers as s
 
 ERRORS = {
@@ -34,11 +36,11 @@ ERRORS = {
 }
 
 
-def errors(*codes: int) -> dict:
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: ERRORS[code] for code in (401, *codes)}
 
 
-def session_response(session, status: int = 200) -> HttpResponse:
+def session_response(session: AgentSession, status: int = 200) -> HttpResponse:
     """The session view, built around the toolset's pre-serialised part: listing tools costs a
     look-up and a string join, not a JSON encoding of every definition."""
     toolset = session_toolset(session)
@@ -50,7 +52,7 @@ def session_response(session, status: int = 200) -> HttpResponse:
     return response
 
 
-def _validated(serializer_class, request: Request):
+def _validated(serializer_class: type[Serializer], request: Request) -> dict[str, Any]:
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
@@ -72,7 +74,7 @@ class SessionsApi(APIView):
     @extend_schema(operation_id="session_open", request=s.SessionOpenRequest,
                    responses={201: s.SessionView, **errors(400, 403, 404)},
                    summary="Open an agent session for an account")
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         data = _validated(s.SessionOpenRequest, request)
         session = session_open(client=request.user, account=data["account"],
                                profile=data.get("profile"), workspace=data.get("workspace"))
@@ -86,7 +88,7 @@ class SessionApi(APIView):
         responses={200: s.SessionView, 304: OpenApiResponse(description="Not modified."), **errors(404)},
         summary="The session's tools and prompt, with an ETag",
     )
-    def get(self, request: Request, session: str) -> Response:
+    def get(self, request: Request, session: str) -> HttpResponse:
         agent_session = session_for_client(request.user, session)
         toolset = session_toolset(agent_session)
         etag = f'"{toolset.revision}"'
@@ -104,13 +106,13 @@ class SessionApi(APIView):
 class AttachmentsPhaseApi(APIView):
     @extend_schema(operation_id="attachments_mount", request=None, responses={200: s.SessionView, **errors(404)},
                    summary="Mount the attachments dependency (idempotent)")
-    def put(self, request: Request, session: str) -> Response:
+    def put(self, request: Request, session: str) -> HttpResponse:
         agent_session = session_set_attachments(client=request.user, public_id=session, mounted=True)
         return session_response(agent_session)
 
     @extend_schema(operation_id="attachments_dispose", request=None, responses={200: s.SessionView, **errors(404)},
                    summary="Dispose the attachments dependency: its tools and guidance are withdrawn")
-    def delete(self, request: Request, session: str) -> Response:
+    def delete(self, request: Request, session: str) -> HttpResponse:
         agent_session = session_set_attachments(client=request.user, public_id=session, mounted=False)
         return session_response(agent_session)
 
@@ -168,7 +170,7 @@ class ExecuteApi(APIView):
         key = request.headers.get("Idempotency-Key")
         if key is not None and not (0 < len(key) <= 200 and key.isprintable()):
             raise InvalidRequest("Idempotency-Key must have 1 to 200 printable characters.",
-                                 code="invalid_idempotency_key")
+                                 code=ErrorCode.INVALID_IDEMPOTENCY_KEY)
         outcome = tool_execute(client=request.user, session=agent_session, name=name,
                                arguments=data["arguments"], approval=data.get("approval"),
                                idempotency_key=key)

@@ -5,7 +5,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ...blobs import blobs_collect_garbage, blobs_verify
+from ...blobs.services import blobs_collect_garbage, blobs_verify
 
 
 class Command(BaseCommand):

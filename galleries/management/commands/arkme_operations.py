@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from ...operations import operations_expire
+from ...services.gallery_add import operations_expire
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from arkme.errors import ArkmeError
+from arkme.kernel.errors import ArkmeError
 
 from ...models import JoinRequest, JoinRequestStatus
 from ...services import join_request_decide

@@ -1,19 +1,24 @@
 """Close idle agent sessions and remove the attachments of ended ones."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from typing import Any
 
-from ...sessions import sessions_purge
+from django.core.management.base import BaseCommand, CommandParser
+
+from arkme.conversations.sessions import sessions_purge
+
+from ...idempotency import idempotency_purge
 
 
 class Command(BaseCommand):
     help = "Purge idle agent sessions, their captured attachments and expired idempotency keys."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         sub.add_parser("purge", help="Close idle sessions and delete the attachments of ended ones.")
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
+        keys = idempotency_purge()
         closed = sessions_purge()
-        self.stdout.write(f"Closed {closed} idle session(s); attachments of ended sessions and expired "
-                          "idempotency keys removed.")
+        self.stdout.write(f"Closed {closed} idle session(s); attachments of ended sessions removed; "
+                          f"{keys} expired idempotency key(s) forgotten.")

@@ -65,17 +65,18 @@ INPUT_SCHEMA = {
 _SOURCE_KEYS = ("source", "image_ref", "attachment_indices", "workspace_paths")
 
 
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     galleries = context.ports.galleries
-    common = {"account_pk": context.principal.account_pk, "session_pk": context.session_pk,
-              "extension": arguments["extension"]}
+    account, session, extension = context.account, context.session, arguments["extension"]
     action = arguments["action"]
     if action == "prepare":
-        source = {key: arguments[key] for key in _SOURCE_KEYS if key in arguments}
-        return galleries.prepare_add(**common, arguments=source)
+        source: Any = {key: arguments[key] for key in _SOURCE_KEYS if key in arguments}
+        return galleries.prepare_add(account=account, session=session, extension=extension, source=source)
     if action == "confirm":
-        return galleries.confirm_add(**common, operation=arguments["operation"])
-    return galleries.cancel_add(**common, operation=arguments["operation"])
+        return galleries.confirm_add(account=account, session=session, extension=extension,
+                                     operation=arguments["operation"])
+    return galleries.cancel_add(account=account, session=session, extension=extension,
+                                operation=arguments["operation"])
 
 
 def definition() -> ToolDefinition:

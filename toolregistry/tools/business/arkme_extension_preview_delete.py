@@ -39,16 +39,16 @@ INPUT_SCHEMA = {
 }
 
 
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     return context.ports.galleries.delete_items(
-        account_pk=context.principal.account_pk, extension=arguments["extension"],
+        account=context.account, extension=arguments["extension"],
         items=arguments["items"], revision=arguments["revision"],
     )
 
 
 def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> ApprovalCard:
     title, body = context.ports.galleries.describe_delete(
-        account_pk=context.principal.account_pk, extension=arguments["extension"], items=arguments["items"]
+        account=context.account, extension=arguments["extension"], items=arguments["items"]
     )
     return ApprovalCard(title=title, body=body)
 

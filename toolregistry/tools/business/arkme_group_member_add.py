@@ -39,16 +39,16 @@ INPUT_SCHEMA = {
 }
 
 
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     return context.ports.group_members.add_members(
-        account_pk=context.principal.account_pk, source_ref=arguments["source_ref"],
+        account=context.account, source_ref=arguments["source_ref"],
         candidate_refs=arguments["candidate_refs"],
     )
 
 
 def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> ApprovalCard:
     title, body = context.ports.group_members.describe_add(
-        account_pk=context.principal.account_pk, source_ref=arguments["source_ref"],
+        account=context.account, source_ref=arguments["source_ref"],
         candidate_refs=arguments["candidate_refs"],
     )
     return ApprovalCard(title=title, body=body)

@@ -34,9 +34,9 @@ INPUT_SCHEMA = {
 }
 
 
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     return context.ports.group_members.candidates(
-        account_pk=context.principal.account_pk, account_public_id=context.principal.account_public_id,
+        account=context.account,
         source_ref=arguments["source_ref"],
         query=arguments.get("query"), limit=arguments.get("limit", 50),
     )

@@ -28,13 +28,12 @@ DESCRIPTION = (
 INPUT_SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    account_pk = context.principal.account_pk
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     ports = context.ports
     return {
-        "account": ports.accounts.account_view(account_pk=account_pk),
-        "extensions": ports.extensions.extensions_with_galleries(account_pk=account_pk),
-        "groups": ports.groups.groups_with_source_refs(account_pk=account_pk),
+        "account": ports.accounts.account_view(account=context.account),
+        "extensions": ports.extensions.extensions_with_galleries(account=context.account),
+        "groups": ports.groups.groups_with_source_refs(account=context.account),
     }
 
 

@@ -41,15 +41,15 @@ INPUT_SCHEMA = {
 }
 
 
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     account = context.ports.accounts.change_arkme_id(
-        account_pk=context.principal.account_pk, arkme_id=arguments["arkme_id"]
+        account=context.account, arkme_id=arguments["arkme_id"]
     )
     return {"account": account}
 
 
 def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> ApprovalCard:
-    current = context.ports.accounts.account_view(account_pk=context.principal.account_pk)
+    current = context.ports.accounts.account_view(account=context.account)
     new_id = str(arguments["arkme_id"]).strip().lower()
     return ApprovalCard(
         title="Change your Arkme ID?",

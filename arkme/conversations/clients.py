@@ -1,0 +1,74 @@
+"""DSH client keys: issued once, stored only as a hash, revocable."""
+from __future__ import annotations
+
+import secrets
+from typing import Iterable
+
+from django.db import transaction
+from django.utils import timezone
+
+from arkme.kernel.errors import ErrorCode, InvalidRequest, NotFound
+from arkme.kernel.ids import token_digest
+from arkme.kernel.profiles import Profile
+
+from .models import DshClient
+
+KEY_PREFIX = "dsh_"
+MAX_KEY_LENGTH = 200
+
+
+def _new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def _no_such_client() -> NotFound:
+    return NotFound("No such client.", code=ErrorCode.UNKNOWN_CLIENT)
+
+
+def dsh_client_create(*, name: str, profiles: Iterable[str] = ()) -> tuple[DshClient, str]:
+    """A new client and its key; the key is returned once and never stored."""
+    wanted = list(dict.fromkeys(profiles))
+    unknown = [p for p in wanted if p not in Profile.__members__.values()]
+    if unknown:
+        raise InvalidRequest(f"Unknown profile: {', '.join(unknown)}.", code=ErrorCode.UNKNOWN_PROFILE)
+    name = name.strip()
+    if not name:
+        raise InvalidRequest("A client needs a name.")
+    if DshClient.objects.filter(name=name).exists():
+        raise InvalidRequest("A client with that name exists.", code=ErrorCode.CLIENT_EXISTS)
+    key = _new_key()
+    client = DshClient.objects.create(name=name, key_prefix=key[:10], key_hash=token_digest(key), profiles=wanted)
+    return client, key
+
+
+def dsh_client_rotate(*, name: str) -> tuple[DshClient, str]:
+    """Issue a new key for a client, invalidating the old one."""
+    with transaction.atomic():
+        client = DshClient.objects.select_for_update().filter(name=name).first()
+        if client is None:
+            raise _no_such_client()
+        key = _new_key()
+        client.key_prefix, client.key_hash, client.revoked_at = key[:10], token_digest(key), None
+        client.save(update_fields=["key_prefix", "key_hash", "revoked_at"])
+    return client, key
+
+
+def dsh_clients_revoke(clients: Iterable[DshClient]) -> int:
+    """Revoke the keys of these clients; already revoked ones keep their date. Returns how many."""
+    return DshClient.objects.filter(pk__in=[c.pk for c in clients], revoked_at__isnull=True).update(
+        revoked_at=timezone.now())
+
+
+def dsh_client_revoke(*, name: str) -> DshClient:
+    client = DshClient.objects.filter(name=name).first()
+    if client is None:
+        raise _no_such_client()
+    dsh_clients_revoke([client])
+    client.refresh_from_db(fields=["revoked_at"])
+    return client
+
+
+def client_for_key(key: str) -> DshClient | None:
+    if not key.startswith(KEY_PREFIX) or len(key) > MAX_KEY_LENGTH:
+        return None
+    return DshClient.objects.filter(key_hash=token_digest(key), revoked_at__isnull=True).first()

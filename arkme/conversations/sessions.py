@@ -1,0 +1,150 @@
+"""Agent sessions: opening, reading, the attachments phase, closing and purging."""
+from __future__ import annotations
+
+import functools
+import re
+from datetime import datetime, timedelta
+from typing import Iterable
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from arkme.accounts.models import Account
+from arkme.accounts.selectors import account_by_public_id
+from arkme.kernel.errors import ErrorCode, Forbidden, InvalidRequest, NotFound
+from arkme.kernel.profiles import Profile
+
+from .attachments import delete_attachments
+from .models import AgentSession, CapturedAttachment, DshClient
+
+WORKSPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# What a DSH call reads of a session and its account; the rest stays in the database.
+_SESSION_FIELDS = ("id", "public_id", "client_id", "account_id", "profile", "workspace", "attachments_mounted",
+                   "last_seen_at", "closed_at")
+SESSION_COLUMNS = (*_SESSION_FIELDS[1:], "account__public_id", "account__is_active")
+# Refreshing last_seen_at on every read would turn reads into writes.
+TOUCH_INTERVAL = timedelta(seconds=60)
+
+
+def _idle_cutoff() -> datetime:
+    return timezone.now() - timedelta(seconds=settings.ARKME_SESSION_IDLE_SECONDS)
+
+
+def session_open(*, client: DshClient, account: str, profile: str | None = None,
+                 workspace: str | None = None) -> AgentSession:
+    profile = profile or settings.ARKME_TOOL_PROFILE
+    if profile not in Profile.__members__.values():
+        raise InvalidRequest("Unknown profile.", code=ErrorCode.UNKNOWN_PROFILE, details={"fields": ["profile"]})
+    if not client.may_use_profile(profile):
+        raise Forbidden("This client may not open sessions in that profile.", code=ErrorCode.PROFILE_NOT_ALLOWED)
+    if workspace is not None and not WORKSPACE_PATTERN.fullmatch(workspace):
+        raise InvalidRequest(
+            "A workspace is named by 1 to 64 letters, digits, _ or -.",
+            code=ErrorCode.INVALID_WORKSPACE, details={"fields": ["workspace"]},
+        )
+    owner = account_by_public_id(account)
+    return AgentSession.objects.create(client=client, account=owner, profile=profile, workspace=workspace or "")
+
+
+@functools.cache
+def _session_sql(vendor: str) -> str:
+    """The read of ``session_for_client`` as SQL written once per database vendor.
+
+    Every DSH call runs it, and composing and compiling the join with the ORM cost twice as
+    much as running it (docs/PERFORMANCE.md). The account's two columns come back as
+    ``account_public_id`` and ``account_is_active``.
+    """
+    quote = connection.ops.quote_name
+    fields = [AgentSession._meta.get_field(name) for name in _SESSION_FIELDS]
+    columns = ", ".join(f"s.{quote(field.column)} AS {quote(field.attname)}" for field in fields)
+    account = {name: quote(Account._meta.get_field(name).column) for name in ("id", "public_id", "is_active")}
+    return (
+        f"SELECT {columns}, a.{account['public_id']} AS account_public_id,"
+        f" a.{account['is_active']} AS account_is_active"
+        f" FROM {quote(AgentSession._meta.db_table)} s"
+        f" JOIN {quote(Account._meta.db_table)} a ON a.{account['id']} = s.{quote('account_id')}"
+        f" WHERE s.{quote('client_id')} = %s AND s.{quote('public_id')} = %s"
+    )
+
+
+def _session_row(client: DshClient, public_id: str) -> AgentSession | None:
+    session = next(iter(AgentSession.objects.raw(_session_sql(connection.vendor), [client.pk, public_id])), None)
+    if session is not None:
+        # The account as select_related would have attached it, with only these columns loaded.
+        session.account = Account.from_db(connection.alias, ["id", "public_id", "is_active"],
+                                          [session.account_id, session.account_public_id,
+                                           bool(session.account_is_active)])
+    return session
+
+
+def session_for_client(client: DshClient, public_id: str, *, for_update: bool = False) -> AgentSession:
+    """The client's own open, unexpired session; anything else is one indistinguishable 404."""
+    if for_update:
+        queryset = AgentSession.objects.select_related("account").only(*SESSION_COLUMNS).filter(
+            public_id=str(public_id), client=client).select_for_update(of=("self",))
+        session = next(iter(queryset.order_by()[:1]), None)
+    else:
+        session = _session_row(client, str(public_id))
+    # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
+    if (session is None or session.closed_at is not None or session.last_seen_at < _idle_cutoff()
+            or not session.account.is_active):
+        raise NotFound("No such session.", code=ErrorCode.UNKNOWN_SESSION)
+    now = timezone.now()
+    if now - session.last_seen_at > TOUCH_INTERVAL:
+        AgentSession.objects.filter(pk=session.pk).update(last_seen_at=now)
+        session.last_seen_at = now
+    return session
+
+
+def session_set_attachments(*, client: DshClient, public_id: str, mounted: bool) -> AgentSession:
+    """Mount or dispose the attachments dependency; idempotent either way."""
+    with transaction.atomic():
+        session = session_for_client(client, public_id, for_update=True)
+        if session.attachments_mounted != mounted:
+            session.attachments_mounted = mounted
+            session.save(update_fields=["attachments_mounted"])
+    return session
+
+
+def _attachment_keys(session_ids: Iterable[int]) -> list[str]:
+    return list(
+        CapturedAttachment.objects.filter(message__session_id__in=session_ids).values_list("storage_key", flat=True)
+    )
+
+
+def _end_sessions(session_ids: list[int]) -> int:
+    """Close sessions and remove their captured attachments once the close has committed."""
+    if not session_ids:
+        return 0
+    keys = _attachment_keys(session_ids)
+    CapturedAttachment.objects.filter(message__session_id__in=session_ids).delete()
+    closed = AgentSession.objects.filter(pk__in=session_ids, closed_at__isnull=True).update(closed_at=timezone.now())
+    transaction.on_commit(lambda: delete_attachments(keys))
+    return closed
+
+
+def session_close(*, client: DshClient, public_id: str) -> None:
+    with transaction.atomic():
+        session = session_for_client(client, public_id, for_update=True)
+        _end_sessions([session.pk])
+
+
+def sessions_purge() -> int:
+    """Close idle sessions and drop the attachments of every ended one. Returns sessions closed."""
+    with transaction.atomic(durable=True):
+        idle = list(
+            AgentSession.objects.filter(closed_at__isnull=True, last_seen_at__lt=_idle_cutoff())
+            .values_list("pk", flat=True)
+        )
+        closed = _end_sessions(idle)
+        # Attachments of sessions closed earlier whose storage delete did not go through.
+        leftover = list(
+            AgentSession.objects.filter(closed_at__isnull=False, messages__attachments__isnull=False)
+            .values_list("pk", flat=True).distinct()
+        )
+        if leftover:
+            keys = _attachment_keys(leftover)
+            CapturedAttachment.objects.filter(message__session_id__in=leftover).delete()
+            transaction.on_commit(lambda: delete_attachments(keys))
+    return closed

@@ -1,0 +1,47 @@
+"""Signed, opaque refs handed to the model: image refs, source refs and candidate refs.
+
+Signing is not encryption: a signed value is readable base64 JSON. So a payload holds only
+random public handles, never an internal id; whom a ref is for (the account, the group) is
+bound through the salt, so a ref presented by anyone else fails its signature.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from django.core import signing
+
+MAX_REF_LENGTH = 512
+
+
+class RefInvalid(Exception):
+    """Bad signature, someone else's ref, a ref of another purpose, or not a ref at all."""
+
+
+class RefExpired(Exception):
+    """A genuine ref past its maximum age."""
+
+
+def ref_signer(salt: str) -> Callable[[dict[str, str]], str]:
+    """Signs payloads for one salt; one signer serves a whole list of refs."""
+    signer = signing.TimestampSigner(salt=salt)
+    return lambda payload: signer.sign_object(payload, compress=False)
+
+
+def sign_ref(payload: dict[str, str], *, salt: str) -> str:
+    return ref_signer(salt)(payload)
+
+
+def load_ref(value: object, *, salt: str, max_age: int, key: str) -> str:
+    """The handle under ``key`` in a ref signed with ``salt`` no longer than ``max_age`` ago."""
+    if not isinstance(value, str) or not value or len(value) > MAX_REF_LENGTH:
+        raise RefInvalid
+    try:
+        payload: Any = signing.TimestampSigner(salt=salt).unsign_object(value, max_age=max_age)
+    except signing.SignatureExpired as exc:
+        raise RefExpired from exc
+    except (signing.BadSignature, ValueError) as exc:
+        raise RefInvalid from exc
+    handle = payload.get(key) if isinstance(payload, dict) else None
+    if not isinstance(handle, str):
+        raise RefInvalid
+    return handle

@@ -1,0 +1,123 @@
+"""Blob services: staging, storing through the store task, garbage collection and verification."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Callable, Iterable, Sequence
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from arkme.kernel.tasking import enqueue, wait
+
+from ..ingest.process_image import ProcessedImage, sha256_hex
+from ..models import AccountImage, Blob, GalleryItem
+from .storage import BLOB_PREFIX, STAGING_PREFIX, blob_key, blob_store, staging_key
+from .tasks import store_blob
+
+GC_GRACE = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class StagedImage:
+    """An image whose bytes wait in staging (or are already stored): its address and size."""
+
+    sha256: str
+    width: int
+    height: int
+    format: str
+    stored: bool
+
+
+def blob_stage(image: ProcessedImage) -> StagedImage:
+    """Put an image's bytes where the store task finds them, unless it is stored already."""
+    stored = Blob.objects.filter(sha256=image.sha256).exists()
+    if not stored:
+        blob_store().put_if_absent(staging_key(image.sha256), image.data)
+    return StagedImage(image.sha256, image.width, image.height, image.format, stored)
+
+
+def blobs_store_staged(images: Sequence[StagedImage], *, timeout: float | None = None) -> int:
+    """Store every staged image (a task each, idempotent); a partial failure retries only the
+    missing. Returns how many were stored."""
+    missing = {image.sha256: image for image in images if not image.stored}
+    pending = [enqueue(store_blob, i.sha256, i.width, i.height, i.format) for i in missing.values()]
+    for result in pending:
+        wait(result, timeout=timeout or settings.ARKME_TASK_WAIT_SECONDS)
+    return len(missing)
+
+
+def blobs_store_missing(images: Sequence[ProcessedImage], *, timeout: float | None = None) -> int:
+    """Stage and store images held in memory (the account library, tests)."""
+    return blobs_store_staged([blob_stage(image) for image in images], timeout=timeout)
+
+
+@dataclass
+class GcReport:
+    blobs: list[str] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    staging: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.blobs) + len(self.orphans) + len(self.staging)
+
+
+def blobs_collect_garbage(*, dry_run: bool = False, grace: timedelta = GC_GRACE) -> GcReport:
+    """Delete blobs nothing references, stored objects no row knows, and stale staging.
+
+    Rows go in a transaction; objects are deleted only after it commits, so a rollback
+    never leaves a row pointing at nothing.
+    """
+    cutoff = timezone.now() - grace
+    report = GcReport()
+    store = blob_store()
+    unreferenced = Blob.objects.filter(created_at__lt=cutoff).exclude(
+        Exists(GalleryItem.objects.filter(blob=OuterRef("pk")))
+    ).exclude(Exists(AccountImage.objects.filter(blob=OuterRef("pk"))))
+    with transaction.atomic():
+        rows = list(unreferenced.select_for_update().values_list("pk", "sha256"))
+        report.blobs = [sha for _, sha in rows]
+        if not dry_run and rows:
+            Blob.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
+            keys = [blob_key(sha) for sha in report.blobs]
+            transaction.on_commit(lambda: store.delete_quietly(keys))
+    known = set(Blob.objects.values_list("sha256", flat=True))
+    for key, modified in store.keys(BLOB_PREFIX):
+        sha = key.rsplit("/", 1)[-1]
+        if sha not in known and sha not in report.blobs and modified < cutoff:
+            report.orphans.append(key)
+    for key, modified in store.keys(STAGING_PREFIX):
+        if modified < cutoff:
+            report.staging.append(key)
+    if not dry_run:
+        store.delete_quietly(report.orphans + report.staging)
+    return report
+
+
+@dataclass
+class VerifyReport:
+    checked: int = 0
+    missing: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+
+
+def blobs_verify(progress: Callable[[int, int], None] | None = None) -> VerifyReport:
+    """Re-hash every stored blob and report what is missing or does not match its address."""
+    store = blob_store()
+    report = VerifyReport()
+    total = Blob.objects.count()
+    for blob in Blob.objects.order_by("pk").iterator(chunk_size=500):
+        try:
+            data = store.read(blob_key(blob.sha256))
+        except FileNotFoundError:
+            report.missing.append(blob.sha256)
+        else:
+            if sha256_hex(data) != blob.sha256:
+                report.mismatched.append(blob.sha256)
+        report.checked += 1
+        if progress:
+            progress(report.checked, total)
+    return report

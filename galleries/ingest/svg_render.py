@@ -1,0 +1,122 @@
+"""Render a sanitised SVG to PNG in a separate process with a hard wall-clock timeout and an
+address-space limit: cairosvg can spin for minutes, or allocate without bound, on a tiny
+input (a circle of radius 1e30), and neither may take a web or worker process with it.
+
+Each process keeps one render process (``galleries.ingest.svg_render_worker``), started on first use:
+it runs under its own address-space limit, is killed when a render passes its deadline, is
+replaced after any failure, and is recycled after ``RECYCLE_AFTER`` renders. A render process
+that lives on keeps cairosvg's caches warm; one per render would start cold each time.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from celery import shared_task
+from django.conf import settings
+
+from arkme.kernel.errors import ContentRejected, ErrorCode
+from arkme.kernel.tasking import run_and_wait, task_answer
+
+from .svg_render_worker import OK, READY, REQUEST, RESPONSE, read_exact
+
+RECYCLE_AFTER = 200
+START_TIMEOUT_SECONDS = 30.0
+# The project root, so that ``python -m`` finds the worker module from any working directory.
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class RenderFailed(ContentRejected):
+    code = ErrorCode.SVG_RENDER_FAILED
+    default_message = "The SVG could not be rendered within the time and memory allowed."
+
+
+class _Renderer:
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+        self.owner_pid = 0
+        self.memory = 0
+        self.renders = 0
+        self.lock = threading.Lock()
+
+    def _ensure(self, memory: int) -> subprocess.Popen:
+        stale = (self.process is None or self.process.poll() is not None or self.owner_pid != os.getpid()
+                 or self.memory != memory or self.renders >= RECYCLE_AFTER)
+        if stale:
+            if self.owner_pid == os.getpid():
+                self._discard()
+            # A forked process (a Celery prefork child) starts its own, never shares its parent's.
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "galleries.ingest.svg_render_worker", str(memory)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, cwd=PROJECT_ROOT,
+            )
+            self.owner_pid, self.memory, self.renders = os.getpid(), memory, 0
+            try:
+                ready = read_exact(self.process.stdout.fileno(), len(READY), time.monotonic() + START_TIMEOUT_SECONDS)
+            except (TimeoutError, EOFError, OSError):
+                ready = b""
+            if ready != READY:
+                self._discard()
+                raise RenderFailed("The SVG renderer could not start.")
+        return self.process
+
+    def _discard(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def render(self, svg: bytes, width: int, height: int, timeout: float, memory: int) -> bytes:
+        with self.lock:
+            process = self._ensure(memory)
+            self.renders += 1
+            # The deadline counts from the request; a fresh process's start-up is not the input's fault.
+            deadline = time.monotonic() + timeout
+            try:
+                process.stdin.write(REQUEST.pack(width, height, len(svg)) + svg)
+                process.stdin.flush()
+                fd = process.stdout.fileno()
+                status, length = RESPONSE.unpack(read_exact(fd, RESPONSE.size, deadline))
+                png = read_exact(fd, length, deadline)
+            except TimeoutError:
+                self._discard()
+                raise RenderFailed("The SVG took too long to render.") from None
+            except (OSError, EOFError):
+                self._discard()
+                raise RenderFailed() from None
+            if status != OK:
+                self._discard()
+                raise RenderFailed()
+            return png
+
+
+_renderer = _Renderer()
+
+
+def render_png(svg: bytes, width: int, height: int, *, timeout: float | None = None,
+               memory: int | None = None) -> bytes:
+    """PNG bytes of ``svg`` at ``width``×``height``, or ``RenderFailed``."""
+    return _renderer.render(svg, width, height,
+                            settings.ARKME_SVG_TIMEOUT_SECONDS if timeout is None else timeout,
+                            settings.ARKME_SVG_MEMORY_BYTES if memory is None else memory)
+
+
+def _render_base64(svg: str, width: int, height: int) -> str:
+    return base64.b64encode(render_png(svg.encode("utf-8"), width, height)).decode("ascii")
+
+
+@shared_task(name="galleries.render_svg", acks_late=True)
+def render_svg(svg: str, width: int, height: int) -> dict[str, object]:
+    """The render as a task: a worker's crash or a hung render costs a render process only."""
+    return task_answer(_render_base64, svg, width, height)
+
+
+def render_png_via_task(svg: bytes, width: int, height: int) -> bytes:
+    """Render on a worker (or in-process without a broker) and wait for the PNG."""
+    answer = run_and_wait(render_svg, svg.decode("utf-8"), width, height)
+    return base64.b64decode(answer)

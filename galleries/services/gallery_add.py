@@ -1,0 +1,237 @@
+"""Adding images to a gallery: prepare, then the human's 确认, then confirm (or cancel).
+
+prepare:  ownership, reconciliation, capacity, then a pending operation; nothing else written.
+confirm:  the 确认 is the latest direct message; same target; every source re-read with an
+          unchanged fingerprint; missing blobs stored; then one transaction that locks the
+          gallery, reconciles and checks capacity again, appends, bumps the revision.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Iterable
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from arkme.accounts.models import AccountIdentity
+from arkme.conversations import selectors as conversation
+from arkme.conversations.models import SessionKey
+from arkme.kernel.errors import ArkmeError, Conflict, ContentRejected, ErrorCode, NotFound
+
+from ..blobs.services import StagedImage, blob_stage, blobs_store_staged
+from ..ingest.process_image import process_image, reproduce_image
+from ..models import Blob, Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
+from ..selectors import CONFIRMATION, SourceArguments, extension_for_owner, gallery_shas
+from .sources import Handle, SourceGone, read_source, resolve_handles
+
+TRAILING = "。.!！"
+# The code a later confirm or cancel of an ended operation answers with.
+ENDED_CODES = {
+    OperationStatus.CONFIRMED: ErrorCode.OPERATION_CONFIRMED,
+    OperationStatus.CANCELLED: ErrorCode.OPERATION_CANCELLED,
+    OperationStatus.FAILED: ErrorCode.OPERATION_FAILED,
+    OperationStatus.EXPIRED: ErrorCode.OPERATION_EXPIRED,
+}
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    gallery: Gallery
+    added: int
+    already_present: int
+
+
+def is_confirmation(text: str) -> bool:
+    text = (text or "").strip()
+    if text and text[-1] in TRAILING:
+        text = text[:-1].rstrip()
+    return text == CONFIRMATION
+
+
+def _digest(extension: Extension, handles: list[tuple[Handle, str]]) -> str:
+    canonical = json.dumps([extension.pk, [h for h, _ in handles]], sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _ended(status: str) -> Conflict:
+    return Conflict(f"This operation is {status}; prepare again.", code=ENDED_CODES[OperationStatus(status)])
+
+
+def _end(operation: PendingOperation, status: str, failure: str = "") -> None:
+    PendingOperation.objects.filter(pk=operation.pk, status=OperationStatus.PENDING).update(
+        status=status, failure_code=failure, ended_at=timezone.now()
+    )
+    operation.status = status
+
+
+def _expire_if_due(operation: PendingOperation) -> bool:
+    if operation.status == OperationStatus.PENDING and operation.expires_at <= timezone.now():
+        _end(operation, OperationStatus.EXPIRED)
+        return True
+    return False
+
+
+def _check_capacity(current: int, adding: int) -> None:
+    capacity = settings.ARKME_GALLERY_CAPACITY
+    if current + adding > capacity:
+        raise Conflict(
+            f"The gallery holds at most {capacity} images; it has {current} and this would add {adding}.",
+            code=ErrorCode.CAPACITY_EXCEEDED, details={"capacity": capacity, "current": current, "adding": adding},
+        )
+
+
+def _pending_conflict() -> Conflict:
+    return Conflict("Another add to this gallery is waiting for confirmation; confirm or cancel it first.",
+                    code=ErrorCode.OPERATION_PENDING)
+
+
+def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extension: str,
+                        source: SourceArguments) -> PendingOperation:
+    target = extension_for_owner(account, extension)
+    handles = resolve_handles(account=account, session=session, arguments=source)
+    digest = _digest(target, handles)
+    existing = PendingOperation.objects.filter(
+        account_id=account.pk, extension=target, status=OperationStatus.PENDING
+    ).select_related("extension__gallery").first()
+    if existing is not None and not _expire_if_due(existing):
+        if existing.request_digest == digest and existing.session_id == session.pk:
+            return existing
+        raise _pending_conflict()
+    # One source at a time: only its fingerprints and size are kept, never its bytes.
+    prepared: list[dict[str, Any]] = []
+    for handle, field in handles:
+        read = read_source(account=account, session=session, handle=handle, field=field)
+        image = process_image(read.data, field)
+        prepared.append({"handle": handle, "field": field, "source_sha256": read.sha256,
+                         "content_sha256": image.sha256, "width": image.width, "height": image.height,
+                         "format": image.format})
+        del read, image
+    present = set(gallery_shas(target.gallery))
+    new = {p["content_sha256"] for p in prepared} - present
+    _check_capacity(len(present), len(new))
+    latest = conversation.latest_message(session.pk)
+    try:
+        with transaction.atomic():
+            operation = PendingOperation.objects.create(
+                account_id=account.pk, extension=target, session_id=session.pk, source_kind=source["source"],
+                request_digest=digest, after_message=latest.pk if latest else 0,
+                expires_at=timezone.now() + timedelta(seconds=settings.ARKME_PENDING_TTL_SECONDS),
+                sources=prepared,
+            )
+    except IntegrityError:
+        # A concurrent prepare won; the same one is answered with its operation.
+        winner = PendingOperation.objects.filter(
+            account_id=account.pk, extension=target, status=OperationStatus.PENDING
+        ).select_related("extension__gallery").first()
+        if winner is not None and winner.request_digest == digest and winner.session_id == session.pk:
+            return winner
+        raise _pending_conflict() from None
+    operation.extension = target
+    return operation
+
+
+def _operation_for(account: AccountIdentity, session: SessionKey, extension: str, operation: str) -> PendingOperation:
+    found = PendingOperation.objects.filter(
+        public_id=str(operation), account_id=account.pk, session_id=session.pk,
+        extension__public_id=str(extension), extension__owner_id=account.pk,
+    ).select_related("extension__gallery").first()
+    if found is None:
+        raise NotFound("No such operation.", code=ErrorCode.UNKNOWN_OPERATION)
+    return found
+
+
+def _fail(operation: PendingOperation, error: ArkmeError) -> ArkmeError:
+    _end(operation, OperationStatus.FAILED, error.code)
+    return error
+
+
+def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extension: str,
+                        operation: str) -> Confirmed:
+    op = _operation_for(account, session, extension, operation)
+    if _expire_if_due(op) or op.status != OperationStatus.PENDING:
+        raise _ended(op.status)
+    latest = conversation.latest_message(session.pk)
+    if latest is None or latest.pk <= op.after_message or not is_confirmation(latest.text):
+        # The operation stays pending: the human may still say 确认.
+        raise Conflict(f"The user has not confirmed: their latest message must be {CONFIRMATION}.",
+                       code=ErrorCode.CONFIRMATION_REQUIRED)
+    stored = []
+    for source in op.sources:
+        changed = ContentRejected("A source image changed since it was prepared; prepare again.",
+                                  code=ErrorCode.SOURCE_CHANGED, details={"fields": [source["field"]]})
+        try:
+            now = read_source(account=account, session=session, handle=source["handle"], field=source["field"])
+        except (SourceGone, ArkmeError) as exc:
+            raise _fail(op, changed) from exc
+        if now.sha256 != source["source_sha256"]:
+            raise _fail(op, changed)
+        image = reproduce_image(now.data, source["field"], content_sha256=source["content_sha256"],
+                                width=source["width"], height=source["height"])
+        if image.sha256 != source["content_sha256"]:
+            raise _fail(op, changed)
+        # Staged as it goes, so only one image is in memory at a time.
+        stored.append(blob_stage(image))
+        del now, image
+    blobs_store_staged(stored)  # 503 on failure: the operation stays pending, a retry stores the rest
+    return _commit(op, stored)
+
+
+def _commit(op: PendingOperation, images: list[StagedImage]) -> Confirmed:
+    with transaction.atomic(durable=True):
+        gallery = Gallery.objects.select_for_update().select_related("extension").filter(
+            extension_id=op.extension_id, extension__owner_id=op.account_id).first()
+        locked = PendingOperation.objects.select_for_update().get(pk=op.pk)
+        if locked.status != OperationStatus.PENDING:
+            raise _ended(locked.status)
+        try:
+            if gallery is None:
+                raise Conflict("The extension changed since the images were prepared.", code=ErrorCode.TARGET_CHANGED)
+            present = set(gallery_shas(gallery))
+            new: list[StagedImage] = []
+            for image in images:
+                if image.sha256 not in present:
+                    present.add(image.sha256)
+                    new.append(image)
+            current = gallery.items.count()
+            _check_capacity(current, len(new))
+        except Conflict as error:
+            # The failure is recorded in this transaction and raised once it has committed.
+            _end(locked, OperationStatus.FAILED, error.code)
+            failure: Conflict | None = error
+        else:
+            failure = None
+            blobs = {b.sha256: b for b in Blob.objects.filter(sha256__in=[i.sha256 for i in new])}
+            items = GalleryItem.objects.bulk_create([
+                GalleryItem(gallery=gallery, blob=blobs[image.sha256], position=current + offset)
+                for offset, image in enumerate(new, start=1)
+            ])
+            gallery.revision += 1
+            gallery.save(update_fields=["revision", "updated_at"])
+            GalleryHistory.objects.create(gallery=gallery, revision=gallery.revision, action=GalleryHistory.Action.ADD,
+                                          items=[item.public_id for item in items], operation=locked)
+            _end(locked, OperationStatus.CONFIRMED)
+    if failure is not None or gallery is None:
+        raise failure or Conflict(code=ErrorCode.TARGET_CHANGED)
+    return Confirmed(gallery=gallery, added=len(new), already_present=len(images) - len(new))
+
+
+def gallery_cancel_add(*, account: AccountIdentity, session: SessionKey, extension: str, operation: str) -> Gallery:
+    op = _operation_for(account, session, extension, operation)
+    if _expire_if_due(op) or op.status != OperationStatus.PENDING:
+        raise _ended(op.status)
+    _end(op, OperationStatus.CANCELLED)
+    return op.extension.gallery
+
+
+def operations_expire(operations: Iterable[PendingOperation] | None = None) -> int:
+    """End pending operations past their expiry, or the given ones at once (staff). Returns how many."""
+    pending = PendingOperation.objects.filter(status=OperationStatus.PENDING)
+    if operations is None:
+        pending = pending.filter(expires_at__lte=timezone.now())
+    else:
+        pending = pending.filter(pk__in=[operation.pk for operation in operations])
+    return pending.update(status=OperationStatus.EXPIRED, ended_at=timezone.now())

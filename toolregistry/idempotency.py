@@ -1,0 +1,79 @@
+"""``Idempotency-Key``: the first call with a key does the work, a repeat replays its response.
+
+A key is claimed by inserting its row (a unique constraint decides races); a repeat that
+finds the row in progress waits for it; a call that failed on a dependency (5xx) lets the
+key go so that a retry may do the work.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from arkme.conversations.models import AgentSession, DshClient
+from arkme.kernel.errors import Conflict, ErrorCode
+
+from .models import IdempotencyRecord, IdempotencyStatus
+
+WAIT_SECONDS = 10.0
+POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class CallResult:
+    status: int
+    body: dict[str, Any]
+
+
+def idempotency_claim(*, client: DshClient, session: AgentSession, key: str, tool_name: str,
+                      digest: str) -> tuple[IdempotencyRecord | None, CallResult | None]:
+    """Claim the key for this call, or return the first call's response to replay."""
+    try:
+        with transaction.atomic():
+            record = IdempotencyRecord.objects.create(
+                client=client, session=session, key=key, tool_name=tool_name, request_digest=digest
+            )
+        return record, None
+    except IntegrityError:
+        pass
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        existing = IdempotencyRecord.objects.filter(client=client, session=session, key=key).first()
+        if existing is None:
+            # The first call failed and let the key go: this one may do the work.
+            return idempotency_claim(client=client, session=session, key=key, tool_name=tool_name, digest=digest)
+        if existing.request_digest != digest:
+            raise Conflict("This Idempotency-Key was used with other arguments.",
+                           code=ErrorCode.IDEMPOTENCY_KEY_REUSED)
+        if existing.status == IdempotencyStatus.COMPLETE:
+            return None, CallResult(existing.response_status or 200, existing.response_body or {})
+        if time.monotonic() > deadline:
+            raise Conflict("A call with this Idempotency-Key is still running.",
+                           code=ErrorCode.IDEMPOTENCY_IN_PROGRESS)
+        time.sleep(POLL_SECONDS)
+
+
+def idempotency_complete(record: IdempotencyRecord, result: CallResult) -> None:
+    """Keep the response for repeats; a dependency failure lets the key go instead."""
+    if result.status >= 500:
+        idempotency_release(record)
+        return
+    record.status = IdempotencyStatus.COMPLETE
+    record.response_status, record.response_body = result.status, result.body
+    record.save(update_fields=["status", "response_status", "response_body"])
+
+
+def idempotency_release(record: IdempotencyRecord) -> None:
+    IdempotencyRecord.objects.filter(pk=record.pk).delete()
+
+
+def idempotency_purge() -> int:
+    """Forget keys older than ``ARKME_IDEMPOTENCY_TTL_SECONDS``. Returns how many."""
+    cutoff = timezone.now() - timedelta(seconds=settings.ARKME_IDEMPOTENCY_TTL_SECONDS)
+    deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()
+    return deleted
