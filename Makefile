@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test lint check migrate demo bench clean
+.PHONY: run test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,8 @@ run: $(VENV)/.runtime
 test: export DJANGO_SECRET_KEY ?= test-only-secret-key
 test: export DJANGO_SECURE_COOKIES ?= 0
 test: $(VENV)/.test
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python manage.py check --fail-level WARNING
 	$(BIN)/python manage.py makemigrations --check --dry-run -v0

@@ -65,10 +65,10 @@ def interleaved(port: int, targets: dict[str, tuple]) -> dict[str, float]:
 
 def run() -> Result:
     from arkme.accounts.models import Account
-    from groups.models import Group, Membership
-    from groups.services import private_chat_ensure
     from arkme.conversations.clients import dsh_client_create
     from arkme.conversations.sessions import session_open
+    from groups.models import Group, Membership
+    from groups.services import private_chat_ensure
 
     client, key = dsh_client_create(name="bench-throughput")
     me = Account.objects.create(display_name="Throughput")

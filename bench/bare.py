@@ -16,11 +16,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from arkme.accounts.models import AccountKey
+from arkme.conversations.models import AgentSession
+from arkme.conversations.sessions import session_for_client
 from groups.refs import candidate_ref_maker, read_source_ref
 from groups.selectors import _group_for_member_sql, candidate_chats
-from arkme.conversations.models import AgentSession
 from toolregistry.models import ToolCall
-from arkme.conversations.sessions import session_for_client
 from toolregistry.tools.business.arkme_group_member_candidates import INPUT_SCHEMA
 
 _VALIDATOR = Draft202012Validator(INPUT_SCHEMA)

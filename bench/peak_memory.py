@@ -32,10 +32,10 @@ def measure() -> dict:
     from PIL import Image
 
     from arkme.accounts.models import Account
-    from galleries.services.gallery_add import gallery_prepare_add
-    from galleries.services.extensions import extension_create
     from arkme.conversations.clients import dsh_client_create
     from arkme.conversations.models import AgentSession
+    from galleries.services.extensions import extension_create
+    from galleries.services.gallery_add import gallery_prepare_add
 
     root = Path(settings.ARKME_WORKSPACE_ROOT) / "memory"
     root.mkdir(parents=True, exist_ok=True)

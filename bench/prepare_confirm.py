@@ -49,11 +49,11 @@ def run() -> Result:
     from PIL import Image
 
     from arkme.accounts.models import Account
-    from galleries.models import Blob, GalleryItem, PendingOperation
-    from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_add
-    from galleries.services.extensions import extension_create
     from arkme.conversations.clients import dsh_client_create
     from arkme.conversations.models import AgentSession, Message
+    from galleries.models import Blob, GalleryItem, PendingOperation
+    from galleries.services.extensions import extension_create
+    from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_add
 
     root = Path(settings.ARKME_WORKSPACE_ROOT) / "bench"
     names = workspace(root)

@@ -13,7 +13,7 @@ if not os.environ.get("ARKME_BENCH_DATABASE_URL"):
 else:
     os.environ["DATABASE_URL"] = os.environ["ARKME_BENCH_DATABASE_URL"]
 
-from arkme.settings import *  # noqa: E402,F401,F403
+from arkme.settings import *  # noqa: E402, F403
 
 ROOT_URLCONF = "bench.urls"
 DEBUG = False

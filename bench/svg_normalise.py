@@ -25,8 +25,8 @@ def svgs() -> dict[str, bytes]:
 def run() -> Result:
     import cairosvg
 
-    from galleries.ingest.svg_sanitise import sanitise_svg
     from galleries.ingest.svg_render import render_png
+    from galleries.ingest.svg_sanitise import sanitise_svg
 
     sources = svgs()
 

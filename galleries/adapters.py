@@ -11,8 +11,15 @@ from arkme.accounts.models import AccountKey
 from arkme.conversations.models import SessionKey
 
 from .selectors import (
-    ConfirmView, ExtensionView, GalleryResult, PrepareView, SourceArguments, extension_view, extensions_with_items,
-    gallery_view, operation_view,
+    ConfirmView,
+    ExtensionView,
+    GalleryResult,
+    PrepareView,
+    SourceArguments,
+    extension_view,
+    extensions_with_items,
+    gallery_view,
+    operation_view,
 )
 from .services.gallery_add import gallery_cancel_add, gallery_confirm_add, gallery_prepare_add
 from .services.gallery_edit import describe_delete, describe_reorder, gallery_delete_items, gallery_reorder_items

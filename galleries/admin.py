@@ -105,8 +105,9 @@ class AgeFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         now = timezone.now()
-        if self.value() in self.RANGES:
-            return queryset.filter(created_at__gte=now - self.RANGES[self.value()])
+        value = self.value()
+        if value in self.RANGES:
+            return queryset.filter(created_at__gte=now - self.RANGES[value])
         if self.value() == "older":
             return queryset.filter(created_at__lt=now - self.RANGES["7d"])
         return queryset

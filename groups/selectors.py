@@ -5,11 +5,12 @@ import functools
 from typing import Any, NotRequired, TypedDict
 
 from django.db import connection
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Q, QuerySet
 
 from arkme.accounts.models import Account, AccountIdentity
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidArguments, NotFound
 from arkme.kernel.signing import RefExpired, RefInvalid
+from arkme.kernel.sql import column, table
 
 from .models import Group, Membership, PrivateChat
 from .refs import make_source_ref, read_source_ref
@@ -68,12 +69,7 @@ def group_view(group: Group, *, fresh: bool = False) -> GroupView:
     return {"name": group.name, "join_policy": group.join_policy, "member_count": count}
 
 
-def _table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-def _column(model: type[Model], field: str) -> str:
-    return connection.ops.quote_name(model._meta.get_field(field).column)
+_table, _column = table, column
 
 
 @functools.cache
@@ -85,7 +81,7 @@ def _group_for_member_sql(vendor: str) -> str:
     group_pk, group_fk, account_fk = _column(Group, "id"), _column(Membership, "group"), _column(Membership, "account")
     columns = ", ".join(f"g.{_column(Group, f.name)}" for f in Group._meta.concrete_fields)
     return (
-        f"SELECT {columns},"
+        f"SELECT {columns},"  # noqa: S608 - identifiers from the models, values bound
         f" EXISTS (SELECT 1 FROM {_table(Membership)} m WHERE m.{group_fk} = g.{group_pk} AND m.{account_fk} = %s)"
         f" AS is_member,"
         f" (SELECT COUNT(*) FROM {_table(Membership)} m WHERE m.{group_fk} = g.{group_pk}) AS member_count"
@@ -105,7 +101,8 @@ def group_for_source_ref(account: AccountIdentity, source_ref: object) -> Group:
     group = next(iter(Group.objects.raw(_group_for_member_sql(connection.vendor), [account.pk, group_id])), None)
     if group is None:
         raise NotFound("No such group.", code=ErrorCode.UNKNOWN_GROUP)
-    if not group.is_member:
+    row: Any = group  # the raw query added is_member
+    if not row.is_member:
         raise Forbidden("You are no longer a member of this group.", code=ErrorCode.NOT_A_MEMBER)
     return group
 
@@ -120,7 +117,7 @@ def _candidate_side_sql(mine: str, theirs: str, *, with_query: bool) -> str:
     name = _column(Account, "display_name")
     match = f" AND UPPER(a.{name}) LIKE UPPER(%s) ESCAPE '\\'" if with_query else ""
     return (
-        f"SELECT c.{_column(PrivateChat, 'public_id')} AS public_id, a.{name} AS other_name,"
+        f"SELECT c.{_column(PrivateChat, 'public_id')} AS public_id, a.{name} AS other_name,"  # noqa: S608
         f" c.{activity} AS last_activity_at, c.{chat_id} AS chat_id"
         f" FROM {_table(PrivateChat)} c JOIN {_table(Account)} a ON a.{_column(Account, 'id')} = c.{theirs}"
         f" WHERE c.{mine} = %s AND a.{_column(Account, 'is_active')} = %s"
@@ -142,7 +139,7 @@ def _candidate_sql(vendor: str, with_query: bool) -> str:
     low = _candidate_side_sql("account_low", "account_high", with_query=with_query)
     high = _candidate_side_sql("account_high", "account_low", with_query=with_query)
     return (
-        "SELECT public_id, other_name FROM ("
+        "SELECT public_id, other_name FROM ("  # noqa: S608 - both sides built above, values bound
         f"SELECT * FROM ({low}) AS low_side UNION ALL SELECT * FROM ({high}) AS high_side"
         ") AS candidates ORDER BY last_activity_at DESC, chat_id DESC LIMIT %s"
     )

@@ -19,8 +19,16 @@ from arkme.kernel.tasking import enqueue
 from arkme.kernel.text import duration_text
 
 from .models import (
-    ChatMessage, Group, Invitation, InvitationStatus, JoinPolicy, JoinRequest, JoinRequestStatus, Membership,
-    PrivateChat, Role,
+    ChatMessage,
+    Group,
+    Invitation,
+    InvitationStatus,
+    JoinPolicy,
+    JoinRequest,
+    JoinRequestStatus,
+    Membership,
+    PrivateChat,
+    Role,
 )
 from .refs import candidate_ref_maker, read_candidate_ref
 from .selectors import candidate_chats, chats_of, group_for_source_ref
@@ -163,13 +171,13 @@ def invitations_ensure(*, group: Group, inviter: AccountIdentity, invitees: Sequ
     tokens = [secrets.token_urlsafe(32) for _ in fresh]
     messages = ChatMessage.objects.bulk_create([
         ChatMessage(chat=j.chat, sender=sender, text=_invitation_text(sender, group, token))
-        for j, token in zip(fresh, tokens)
+        for j, token in zip(fresh, tokens, strict=True)
     ])
     expires_at = now + timedelta(seconds=settings.ARKME_INVITATION_TTL_SECONDS)
     Invitation.objects.bulk_create([
         Invitation(group=group, invitee=j.person, inviter=sender, token_hash=token_digest(token), message=message,
                    expires_at=expires_at)
-        for j, token, message in zip(fresh, tokens, messages)
+        for j, token, message in zip(fresh, tokens, messages, strict=True)
     ])
     message_pks = [message.pk for message in messages]
     transaction.on_commit(lambda: _send(message_pks))

@@ -9,10 +9,10 @@ from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from arkme.accounts.models import Account
+from arkme.conversations.clients import dsh_client_create
 from galleries.services.extensions import extension_create
 from groups.models import Group, JoinPolicy, Role
 from groups.services import membership_ensure, private_chat_ensure
-from arkme.conversations.clients import dsh_client_create
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

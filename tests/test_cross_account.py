@@ -8,8 +8,8 @@ import pytest
 from django.conf import settings
 
 from arkme.accounts.models import Account
-from galleries.services.account_images import account_image_create, image_ref_for
 from galleries.models import Blob, GalleryHistory, GalleryItem, PendingOperation
+from galleries.services.account_images import account_image_create, image_ref_for
 from groups.models import ChatMessage, Invitation, Membership
 
 from .conftest import make_dsh

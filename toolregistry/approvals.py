@@ -14,7 +14,7 @@ from arkme.kernel.ids import token_digest
 
 from .models import ApprovalGrant
 
-TOKEN_PREFIX = "apv_"
+TOKEN_PREFIX = "apv_"  # noqa: S105 - a prefix, not a secret
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from jsonschema import Draft202012Validator
 
@@ -30,7 +30,7 @@ def validate_arguments(validator: Draft202012Validator, arguments: Any) -> None:
     if not errors:
         return
     fields: list[str] = []
-    schema_properties = validator.schema.get("properties", {})
+    schema_properties = validator.schema.get("properties", {}) if isinstance(validator.schema, Mapping) else {}
     for error in errors:
         base = _field(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):

@@ -16,7 +16,11 @@ if TYPE_CHECKING:  # the shapes only; no runtime dependency on the domains
     from arkme.accounts.selectors import AccountView
     from arkme.conversations.models import SessionKey
     from galleries.selectors import (
-        ConfirmView, ExtensionView, GalleryResult, PrepareView, SourceArguments,
+        ConfirmView,
+        ExtensionView,
+        GalleryResult,
+        PrepareView,
+        SourceArguments,
     )
     from groups.selectors import AddMembersView, CandidatesView, GroupRefView
 

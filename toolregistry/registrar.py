@@ -15,7 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from jsonschema import Draft202012Validator
 
 from .catalog import CATALOG, DISABLED, Catalog
-from .metadata import Phase, ToolDefinition, ToolMetadata
+from .metadata import Phase, ToolDefinition, ToolMetadata, ToolModule
 from .validation import select_guidance
 
 
@@ -45,7 +45,7 @@ class Toolset:
         return [tool.public for tool in self.tools]
 
 
-def _compile_tool(module) -> CompiledTool:
+def _compile_tool(module: ToolModule) -> CompiledTool:
     meta: ToolMetadata = module.METADATA
     definition: ToolDefinition = module.definition()
     if definition.name != meta.name:
@@ -82,7 +82,7 @@ class Registrar:
                 self._cache[key] = self._compile(*key)
             return self._cache[key]
 
-    def _tool(self, module) -> CompiledTool:
+    def _tool(self, module: ToolModule) -> CompiledTool:
         compiled = self._compiled.get(module.METADATA.id)
         if compiled is None:
             compiled = self._compiled[module.METADATA.id] = _compile_tool(module)

@@ -11,7 +11,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from .catalog import DISABLED, PHASE_SETS, Catalog
-from .metadata import Approval, Effect, Kind
+from .guidance import Guidance
+from .metadata import Approval, Effect, Kind, ToolModule
 
 ID_PATTERN = re.compile(r"^arkme\.[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?@[1-9][0-9]*$")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -30,7 +31,10 @@ class Problem:
 
 def validate_catalog(catalog: Catalog) -> list[Problem]:
     problems: list[Problem] = []
-    add = lambda code, message: problems.append(Problem(code, message))  # noqa: E731
+
+    def add(code: str, message: str) -> None:
+        problems.append(Problem(code, message))
+
     metas = [module.METADATA for module in catalog.modules]
 
     for value, count in Counter(meta.id for meta in metas).items():
@@ -75,11 +79,11 @@ def validate_catalog(catalog: Catalog) -> list[Problem]:
     return problems
 
 
-def select_guidance(catalog: Catalog, visible_names: set[str]):
+def select_guidance(catalog: Catalog, visible_names: set[str]) -> list[Guidance]:
     return [entry for entry in catalog.guidance if set(entry.requires) <= visible_names and entry.requires]
 
 
-def _definition_problems(module) -> list[Problem]:
+def _definition_problems(module: ToolModule) -> list[Problem]:
     meta = module.METADATA
     problems: list[Problem] = []
     definition = module.definition()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import re
 from datetime import datetime, timedelta
-from typing import Iterable
+from typing import Any, Iterable
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -14,6 +14,7 @@ from arkme.accounts.models import Account
 from arkme.accounts.selectors import account_by_public_id
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidRequest, NotFound
 from arkme.kernel.profiles import Profile
+from arkme.kernel.sql import column, field_of
 
 from .attachments import delete_attachments
 from .models import AgentSession, CapturedAttachment, DshClient
@@ -56,11 +57,12 @@ def _session_sql(vendor: str) -> str:
     ``account_public_id`` and ``account_is_active``.
     """
     quote = connection.ops.quote_name
-    fields = [AgentSession._meta.get_field(name) for name in _SESSION_FIELDS]
-    columns = ", ".join(f"s.{quote(field.column)} AS {quote(field.attname)}" for field in fields)
-    account = {name: quote(Account._meta.get_field(name).column) for name in ("id", "public_id", "is_active")}
+    fields = [field_of(AgentSession, name) for name in _SESSION_FIELDS]
+    columns = ", ".join(f"s.{quote(str(field.column))} AS {quote(field.attname)}" for field in fields)
+    account = {name: column(Account, name) for name in ("id", "public_id", "is_active")}
     return (
-        f"SELECT {columns}, a.{account['public_id']} AS account_public_id,"
+        # Identifiers come from the models' metadata; values are bound parameters.
+        f"SELECT {columns}, a.{account['public_id']} AS account_public_id,"  # noqa: S608
         f" a.{account['is_active']} AS account_is_active"
         f" FROM {quote(AgentSession._meta.db_table)} s"
         f" JOIN {quote(Account._meta.db_table)} a ON a.{account['id']} = s.{quote('account_id')}"
@@ -72,9 +74,9 @@ def _session_row(client: DshClient, public_id: str) -> AgentSession | None:
     session = next(iter(AgentSession.objects.raw(_session_sql(connection.vendor), [client.pk, public_id])), None)
     if session is not None:
         # The account as select_related would have attached it, with only these columns loaded.
+        row: Any = session  # the raw query added the account's two columns
         session.account = Account.from_db(connection.alias, ["id", "public_id", "is_active"],
-                                          [session.account_id, session.account_public_id,
-                                           bool(session.account_is_active)])
+                                          [session.account_id, row.account_public_id, bool(row.account_is_active)])
     return session
 
 

@@ -207,7 +207,7 @@ class QueueUnavailable(DependencyUnavailable):
 def error_from_answer(error: dict[str, Any], status: int) -> ArkmeError:
     """Rebuild a domain error that crossed a JSON boundary (a task's answer)."""
     try:
-        code = ErrorCode(error.get("code"))
+        code = ErrorCode(str(error.get("code")))
     except ValueError:
         code = ErrorCode.ERROR
     raised = ArkmeError(error.get("message"), code=code, details=error.get("details"))

@@ -14,7 +14,7 @@ import logging
 import os
 import shutil
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import IO, Iterator
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -140,7 +140,7 @@ class LocalObjectStore(ObjectStore):
                 if name.startswith(INCOMING_PREFIX):
                     continue
                 path = os.path.join(directory, name)
-                modified = datetime.fromtimestamp(os.stat(path).st_mtime, tz=timezone.utc)
+                modified = datetime.fromtimestamp(os.stat(path).st_mtime, tz=UTC)
                 yield os.path.relpath(path, base).replace(os.sep, "/"), modified
 
 

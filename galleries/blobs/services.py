@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from django.conf import settings
 from django.db import transaction

@@ -60,7 +60,7 @@ def sniff(data: bytes, field: str | None = None) -> str:
     if head.startswith((b"<?xml", b"<svg", b"<!--")):
         return "svg"
     raise ImageRejected(
-        "unsupported_format", "Only PNG, JPEG, WebP, static GIF and restricted SVG images are accepted.", field
+        ErrorCode.UNSUPPORTED_FORMAT, "Only PNG, JPEG, WebP, static GIF and restricted SVG images are accepted.", field
     )
 
 
@@ -132,7 +132,7 @@ def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[byt
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data), formats=[PILLOW_FORMATS[fmt]])
+            image: Image.Image = Image.open(io.BytesIO(data), formats=[PILLOW_FORMATS[fmt]])
             width, height = image.size
             # Refuse before decoding: the header alone says how much memory the pixels take.
             if width > MAX_SIDE or height > MAX_SIDE or width * height > MAX_PIXELS:

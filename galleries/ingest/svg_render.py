@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 from celery import shared_task
 from django.conf import settings
@@ -36,33 +37,41 @@ class RenderFailed(ContentRejected):
     default_message = "The SVG could not be rendered within the time and memory allowed."
 
 
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    if stream is None:  # the render process is always started with both pipes
+        raise RenderFailed()
+    return stream
+
+
 class _Renderer:
     def __init__(self) -> None:
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.owner_pid = 0
         self.memory = 0
         self.renders = 0
         self.lock = threading.Lock()
 
-    def _ensure(self, memory: int) -> subprocess.Popen:
+    def _ensure(self, memory: int) -> subprocess.Popen[bytes]:
         stale = (self.process is None or self.process.poll() is not None or self.owner_pid != os.getpid()
                  or self.memory != memory or self.renders >= RECYCLE_AFTER)
         if stale:
             if self.owner_pid == os.getpid():
                 self._discard()
             # A forked process (a Celery prefork child) starts its own, never shares its parent's.
-            self.process = subprocess.Popen(
+            process = self.process = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
                 [sys.executable, "-m", "galleries.ingest.svg_render_worker", str(memory)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, cwd=PROJECT_ROOT,
             )
             self.owner_pid, self.memory, self.renders = os.getpid(), memory, 0
             try:
-                ready = read_exact(self.process.stdout.fileno(), len(READY), time.monotonic() + START_TIMEOUT_SECONDS)
+                ready = read_exact(_pipe(process.stdout).fileno(), len(READY), time.monotonic() + START_TIMEOUT_SECONDS)
             except (TimeoutError, EOFError, OSError):
                 ready = b""
             if ready != READY:
                 self._discard()
                 raise RenderFailed("The SVG renderer could not start.")
+            return process
+        assert self.process is not None  # noqa: S101 - not stale means there is one
         return self.process
 
     def _discard(self) -> None:
@@ -78,9 +87,10 @@ class _Renderer:
             # The deadline counts from the request; a fresh process's start-up is not the input's fault.
             deadline = time.monotonic() + timeout
             try:
-                process.stdin.write(REQUEST.pack(width, height, len(svg)) + svg)
-                process.stdin.flush()
-                fd = process.stdout.fileno()
+                stdin = _pipe(process.stdin)
+                stdin.write(REQUEST.pack(width, height, len(svg)) + svg)
+                stdin.flush()
+                fd = _pipe(process.stdout).fileno()
                 status, length = RESPONSE.unpack(read_exact(fd, RESPONSE.size, deadline))
                 png = read_exact(fd, length, deadline)
             except TimeoutError:

@@ -62,7 +62,7 @@ def main() -> None:
             return
         try:
             png = cairosvg.svg2png(bytestring=svg, output_width=width, output_height=height)
-        except BaseException:  # noqa: BLE001 - report, then leave: the next render gets a fresh process
+        except BaseException:
             write_all(stdout, RESPONSE.pack(FAILED, 0))
             return
         write_all(stdout, RESPONSE.pack(OK, len(png)) + png)

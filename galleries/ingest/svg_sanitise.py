@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import defusedxml.ElementTree as DET
@@ -76,11 +77,16 @@ def _number(value: str) -> bool:
 
 def _length(value: str) -> bool:
     match = LENGTH_RE.fullmatch(value.strip())
-    return bool(match) and _finite(match.group(1))
+    return match is not None and _finite(match.group(1))
+
+
+def _length_value(value: str) -> float | None:
+    match = LENGTH_RE.fullmatch(value.strip())
+    return float(match.group(1)) if match else None
 
 
 def _nonneg_length(value: str) -> bool:
-    return _length(value) and float(LENGTH_RE.fullmatch(value.strip()).group(1)) >= 0
+    return _length(value) and (_length_value(value) or 0.0) >= 0
 
 
 def _unit(value: str) -> bool:
@@ -113,7 +119,7 @@ def _colour(value: str) -> bool:
     return bool(RGB_RE.fullmatch(value)) and _numbers_ok(value)
 
 
-def _keywords(*words: str):
+def _keywords(*words: str) -> Callable[[str], bool]:
     allowed = set(words)
     return lambda value: value.strip() in allowed
 
@@ -164,21 +170,24 @@ class SafeSvg:
 
 
 def _output_size(root: ET.Element, field: str | None) -> tuple[int, int]:
-    box = [float(p) for p in re.split(r"[\s,]+", root.get("viewBox").strip()) if p]
+    box = [float(p) for p in re.split(r"[\s,]+", (root.get("viewBox") or "").strip()) if p]
     width_attr, height_attr = root.get("width"), root.get("height")
 
     def absolute(value: str | None) -> float | None:
         if value is None or value.strip().endswith("%"):
             return None
-        return float(LENGTH_RE.fullmatch(value.strip()).group(1))
+        return _length_value(value)
 
-    width, height = absolute(width_attr), absolute(height_attr)
-    if width is None and height is None:
+    given_w, given_h = absolute(width_attr), absolute(height_attr)
+    if given_w is None and given_h is None:
         width, height = box[2], box[3]
-    elif width is None:
-        width = height * box[2] / box[3]
-    elif height is None:
-        height = width * box[3] / box[2]
+    elif given_w is None:
+        assert given_h is not None  # noqa: S101 - the branch above took the case of neither
+        width, height = given_h * box[2] / box[3], given_h
+    elif given_h is None:
+        width, height = given_w, given_w * box[3] / box[2]
+    else:
+        width, height = given_w, given_h
     out_w, out_h = round(width), round(height)
     if not (MIN_SIDE <= out_w <= MAX_SIDE and MIN_SIDE <= out_h <= MAX_SIDE):
         raise ImageRejected(ErrorCode.IMAGE_DIMENSIONS, f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
@@ -208,7 +217,7 @@ def sanitise_svg(data: bytes, field: str | None = None) -> SafeSvg:
             raise UnsafeSvg("only SVG elements are allowed", field)
         name = element.tag[len(SVG_NS) + 2:]
         if name not in ELEMENTS:
-            raise UnsafeSvg(f"the element {name[:40]} is not allowed", field)
+            raise UnsafeSvg("an element is not on the allow-list", field)
         if name not in TEXT_ELEMENTS and (element.text or "").strip():
             raise UnsafeSvg("text content is not allowed", field)
         for attribute, value in element.attrib.items():
@@ -221,15 +230,16 @@ def sanitise_svg(data: bytes, field: str | None = None) -> SafeSvg:
                         raise UnsafeSvg("url(#id) must name an earlier definition", field)
                     continue
                 if attribute in REFERENCE or not _colour(value):
-                    raise UnsafeSvg(f"the value of {attribute} is not allowed", field)
+                    raise UnsafeSvg("an attribute value is not allowed", field)
                 continue
             grammar = ATTRIBUTES.get(attribute)
             if grammar is None:
-                raise UnsafeSvg(f"the attribute {attribute[:40]} is not allowed", field)
+                raise UnsafeSvg("an attribute is not on the allow-list", field)
             if not grammar(value):
-                raise UnsafeSvg(f"the value of {attribute} is not allowed", field)
-        if element.get("id"):
-            defined.add(element.get("id"))
+                raise UnsafeSvg("an attribute value is not allowed", field)
+        identifier = element.get("id")
+        if identifier:
+            defined.add(identifier)
         for child in element:
             if (child.tail or "").strip():
                 raise UnsafeSvg("text content is not allowed", field)

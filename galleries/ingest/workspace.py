@@ -70,7 +70,7 @@ def _openat2(dir_fd: int, path: str) -> int:
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
-    return fd
+    return int(fd)
 
 
 def _walk_open(dir_fd: int, parts: tuple[str, ...]) -> int:

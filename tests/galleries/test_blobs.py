@@ -10,13 +10,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from galleries.blobs.services import blobs_collect_garbage, blobs_store_missing, blobs_verify
 from arkme.kernel.errors import StorageUnavailable
 from arkme.kernel.storage import object_store
+from galleries.blobs.services import blobs_collect_garbage, blobs_store_missing, blobs_verify
 from galleries.blobs.storage import blob_key, staging_key
-from galleries.ingest.process_image import sha256_hex
+from galleries.ingest.process_image import process_image, sha256_hex
 from galleries.models import Blob
-from galleries.ingest.process_image import process_image
 
 from . import images
 

@@ -6,8 +6,8 @@ import io
 import pytest
 from PIL import Image
 
-from galleries.ingest.raster import ImageRejected, process_raster, sniff
 from galleries.ingest.process_image import process_image
+from galleries.ingest.raster import ImageRejected, process_raster, sniff
 
 from . import images
 

@@ -9,10 +9,10 @@ import pytest
 from PIL import Image
 
 from galleries.ingest import svg_render
-from galleries.ingest.raster import ImageRejected
 from galleries.ingest.process_image import process_image
-from galleries.ingest.svg_sanitise import sanitise_svg
+from galleries.ingest.raster import ImageRejected
 from galleries.ingest.svg_render import RenderFailed, render_png
+from galleries.ingest.svg_sanitise import sanitise_svg
 
 from .images import svg
 

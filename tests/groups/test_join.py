@@ -12,8 +12,8 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
-from groups.models import ChatMessage, Invitation, JoinRequest, Membership
 from groups.delivery import message_deliver, messages_redeliver
+from groups.models import ChatMessage, Invitation, JoinRequest, Membership
 
 from .test_add import ref_of
 

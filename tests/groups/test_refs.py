@@ -7,9 +7,9 @@ import json
 import pytest
 from django.core import signing
 
+from arkme.kernel.signing import RefExpired, RefInvalid
 from groups import refs as refs_module
 from groups.models import PrivateChat
-from arkme.kernel.signing import RefExpired, RefInvalid
 from groups.refs import candidate_ref_maker, read_candidate_ref, read_source_ref
 
 

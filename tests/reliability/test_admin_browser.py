@@ -10,8 +10,8 @@ from django.contrib.staticfiles.testing import StaticLiveServerTestCase
 
 from arkme.accounts.models import Account
 from galleries.blobs.services import blobs_store_missing
-from galleries.models import Blob, GalleryItem, PendingOperation
 from galleries.ingest.process_image import process_image
+from galleries.models import Blob, GalleryItem, PendingOperation
 from galleries.services.extensions import extension_create
 from groups.models import Group, JoinPolicy, JoinRequest, Membership
 

@@ -9,12 +9,12 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from arkme.kernel.errors import ArkmeError
-from galleries.services.gallery_edit import gallery_delete_items, gallery_reorder_items
-from galleries.models import Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
-from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_add
 from arkme.conversations.clients import dsh_client_create
 from arkme.conversations.models import AgentSession, Message
+from arkme.kernel.errors import ArkmeError
+from galleries.models import Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
+from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_add
+from galleries.services.gallery_edit import gallery_delete_items, gallery_reorder_items
 
 from .. import figures
 from ..galleries import images

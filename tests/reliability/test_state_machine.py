@@ -7,14 +7,21 @@ import itertools
 
 import pytest
 from django.conf import settings
-from hypothesis import HealthCheck, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from hypothesis.stateful import (
-    RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
 )
 
 from arkme.accounts.models import Account
-from galleries.models import Gallery, GalleryHistory, GalleryItem
 from galleries.ingest.process_image import process_image
+from galleries.models import Gallery, GalleryHistory, GalleryItem
 from galleries.services.extensions import extension_create
 
 from .. import figures

@@ -7,7 +7,14 @@ from types import SimpleNamespace
 from toolregistry.catalog import PROFILE_KINDS, Catalog
 from toolregistry.guidance import Guidance
 from toolregistry.metadata import (
-    EXPLICIT_USER_WRITE, Approval, ApprovalCard, Effect, Kind, Phase, ToolDefinition, ToolMetadata,
+    EXPLICIT_USER_WRITE,
+    Approval,
+    ApprovalCard,
+    Effect,
+    Kind,
+    Phase,
+    ToolDefinition,
+    ToolMetadata,
 )
 
 SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}

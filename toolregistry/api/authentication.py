@@ -33,7 +33,7 @@ class DshClientAuthentication(BaseAuthentication):
         return 'Bearer realm="dsh"'
 
 
-class DshClientAuthenticationScheme(OpenApiAuthenticationExtension):
+class DshClientAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
     target_class = "toolregistry.api.authentication.DshClientAuthentication"
     name = "dshClientKey"
 

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from ..catalog import CATALOG
 
 
-def add_tool_schemas(result, generator, request, public):
+def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     components = result.setdefault("components", {}).setdefault("schemas", {})
     refs = []
     for module in CATALOG.modules:

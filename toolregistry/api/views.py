@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.http import HttpResponse
@@ -15,7 +15,7 @@ from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
 from arkme.conversations.messages import message_record
-from arkme.conversations.models import AgentSession
+from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_close, session_for_client, session_open, session_set_attachments
 from arkme.kernel.errors import ErrorCode, InvalidRequest
 
@@ -52,10 +52,15 @@ def session_response(session: AgentSession, status: int = 200) -> HttpResponse:
     return response
 
 
+def _client(request: Request) -> DshClient:
+    """The authenticated DSH client: DRF puts it where a user would be."""
+    return cast(DshClient, request.user)
+
+
 def _validated(serializer_class: type[Serializer], request: Request) -> dict[str, Any]:
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
+    return cast(dict[str, Any], serializer.validated_data)
 
 
 class CatalogApi(APIView):
@@ -76,7 +81,7 @@ class SessionsApi(APIView):
                    summary="Open an agent session for an account")
     def post(self, request: Request) -> HttpResponse:
         data = _validated(s.SessionOpenRequest, request)
-        session = session_open(client=request.user, account=data["account"],
+        session = session_open(client=_client(request), account=data["account"],
                                profile=data.get("profile"), workspace=data.get("workspace"))
         return session_response(session, status=status.HTTP_201_CREATED)
 
@@ -89,7 +94,7 @@ class SessionApi(APIView):
         summary="The session's tools and prompt, with an ETag",
     )
     def get(self, request: Request, session: str) -> HttpResponse:
-        agent_session = session_for_client(request.user, session)
+        agent_session = session_for_client(_client(request), session)
         toolset = session_toolset(agent_session)
         etag = f'"{toolset.revision}"'
         if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
@@ -99,7 +104,7 @@ class SessionApi(APIView):
     @extend_schema(operation_id="session_close", responses={204: None, **errors(404)},
                    summary="Close the session; later calls on it are 404")
     def delete(self, request: Request, session: str) -> Response:
-        session_close(client=request.user, public_id=session)
+        session_close(client=_client(request), public_id=session)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -107,13 +112,13 @@ class AttachmentsPhaseApi(APIView):
     @extend_schema(operation_id="attachments_mount", request=None, responses={200: s.SessionView, **errors(404)},
                    summary="Mount the attachments dependency (idempotent)")
     def put(self, request: Request, session: str) -> HttpResponse:
-        agent_session = session_set_attachments(client=request.user, public_id=session, mounted=True)
+        agent_session = session_set_attachments(client=_client(request), public_id=session, mounted=True)
         return session_response(agent_session)
 
     @extend_schema(operation_id="attachments_dispose", request=None, responses={200: s.SessionView, **errors(404)},
                    summary="Dispose the attachments dependency: its tools and guidance are withdrawn")
     def delete(self, request: Request, session: str) -> HttpResponse:
-        agent_session = session_set_attachments(client=request.user, public_id=session, mounted=False)
+        agent_session = session_set_attachments(client=_client(request), public_id=session, mounted=False)
         return session_response(agent_session)
 
 
@@ -127,7 +132,7 @@ class MessagesApi(APIView):
         summary="Record the signed-in user's latest direct message and its attachments",
     )
     def post(self, request: Request, session: str) -> Response:
-        agent_session = session_for_client(request.user, session)
+        agent_session = session_for_client(_client(request), session)
         if request.content_type.startswith("multipart/"):
             payload = {key: request.data.get(key) for key in request.data if key != "attachments"}
             payload["attachments"] = request.FILES.getlist("attachments")
@@ -149,7 +154,7 @@ class PreExecuteApi(APIView):
                    responses={200: s.PreExecuteDecision, **errors(400, 404)},
                    summary="The approval decision for a call: allow, ask or deny")
     def post(self, request: Request, session: str, name: str) -> Response:
-        agent_session = session_for_client(request.user, session)
+        agent_session = session_for_client(_client(request), session)
         data = _validated(s.ArgumentsRequest, request)
         with transaction.atomic():
             decision = tool_pre_execute(session=agent_session, name=name, arguments=data["arguments"])
@@ -165,13 +170,13 @@ class ExecuteApi(APIView):
         summary="Run a tool call",
     )
     def post(self, request: Request, session: str, name: str) -> Response:
-        agent_session = session_for_client(request.user, session)
+        agent_session = session_for_client(_client(request), session)
         data = _validated(s.ExecuteRequest, request)
         key = request.headers.get("Idempotency-Key")
         if key is not None and not (0 < len(key) <= 200 and key.isprintable()):
             raise InvalidRequest("Idempotency-Key must have 1 to 200 printable characters.",
                                  code=ErrorCode.INVALID_IDEMPOTENCY_KEY)
-        outcome = tool_execute(client=request.user, session=agent_session, name=name,
+        outcome = tool_execute(client=_client(request), session=agent_session, name=name,
                                arguments=data["arguments"], approval=data.get("approval"),
                                idempotency_key=key)
         return Response(outcome.body, status=outcome.status)

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from ...demo import demo_world
 
@@ -11,10 +12,10 @@ from ...demo import demo_world
 class Command(BaseCommand):
     help = "Create the demo world (idempotent) and print its ids and a working DSH key."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         world = demo_world()
         if options["json"]:
             self.stdout.write(json.dumps(world, ensure_ascii=False))

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...blobs.services import blobs_collect_garbage, blobs_verify
 
@@ -11,13 +12,13 @@ from ...blobs.services import blobs_collect_garbage, blobs_verify
 class Command(BaseCommand):
     help = "Garbage-collect unreferenced blobs, or re-hash every stored blob."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         gc = sub.add_parser("gc", help="Delete unreferenced blobs older than the grace period.")
         gc.add_argument("--dry-run", action="store_true", help="Report what would be deleted.")
         sub.add_parser("verify", help="Re-hash every stored blob and report mismatches.")
 
-    def handle(self, *args, action: str, **options):
+    def handle(self, *args: Any, action: str, **options: Any) -> None:
         if action == "gc":
             dry = options["dry_run"]
             report = blobs_collect_garbage(dry_run=dry)
@@ -27,15 +28,15 @@ class Command(BaseCommand):
                 f"and {len(report.staging)} stale staging object(s)."
             )
             return
-        report = blobs_verify(progress=self._progress)
+        verified = blobs_verify(progress=self._progress)
         if sys.stderr.isatty():
             self.stderr.write("")
-        for sha in report.missing:
+        for sha in verified.missing:
             self.stderr.write(f"missing:  {sha}")
-        for sha in report.mismatched:
+        for sha in verified.mismatched:
             self.stderr.write(f"mismatch: {sha}")
-        problems = len(report.missing) + len(report.mismatched)
-        self.stdout.write(f"{report.checked} blob(s) checked: {len(report.mismatched)} mismatched, {len(report.missing)} missing.")
+        problems = len(verified.missing) + len(verified.mismatched)
+        self.stdout.write(f"{verified.checked} blob(s) checked: {len(verified.mismatched)} mismatched, {len(verified.missing)} missing.")
         if problems:
             raise CommandError(f"{problems} problem(s) found.")
 

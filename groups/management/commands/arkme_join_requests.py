@@ -1,7 +1,9 @@
 """List, approve or decline join requests from the command line."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from arkme.kernel.errors import ArkmeError
 
@@ -12,7 +14,7 @@ from ...services import join_request_decide
 class Command(BaseCommand):
     help = "List pending join requests, or approve / decline one by id."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         listing = sub.add_parser("list", help="Pending join requests (all with --all).")
         listing.add_argument("--all", action="store_true")
@@ -20,7 +22,7 @@ class Command(BaseCommand):
             decide = sub.add_parser(name, help=f"{name.title()} a join request.")
             decide.add_argument("id", type=int)
 
-    def handle(self, *args, action: str, **options):
+    def handle(self, *args: Any, action: str, **options: Any) -> None:
         if action == "list":
             rows = JoinRequest.objects.select_related("group", "account")
             if not options["all"]:

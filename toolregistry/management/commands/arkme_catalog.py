@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...catalog import CATALOG
 from ...metadata import Phase
@@ -14,7 +15,7 @@ from ...validation import validate_catalog
 class Command(BaseCommand):
     help = "Check, list or export the tool catalog."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         sub.add_parser("check", help="Validate the catalog; exits non-zero on a problem.")
         listing = sub.add_parser("list", help="A table of the tools visible in a profile and phases.")
@@ -23,7 +24,7 @@ class Command(BaseCommand):
         export = sub.add_parser("export", help="Export the catalog.")
         export.add_argument("--json", action="store_true", required=True)
 
-    def handle(self, *args, action: str, **options):
+    def handle(self, *args: Any, action: str, **options: Any) -> None:
         if action == "check":
             problems = validate_catalog(CATALOG)
             for problem in problems:
@@ -52,7 +53,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{m.name:<34} {m.id:<34} {m.kind:<9} {m.phase:<12} {m.effect:<7} {m.approval:<13}")
         self.stdout.write(f"{len(toolset.tools)} tool(s) in profile {profile} with phases {','.join(sorted(phases))}.")
 
-    def _export(self) -> dict:
+    def _export(self) -> dict[str, Any]:
         tools = []
         for module in CATALOG.modules:
             definition = module.definition()

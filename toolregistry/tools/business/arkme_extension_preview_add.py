@@ -4,7 +4,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from toolregistry.metadata import (
-    EXPLICIT_USER_WRITE, Approval, Effect, Kind, Phase, ToolContext, ToolDefinition, ToolMetadata,
+    EXPLICIT_USER_WRITE,
+    Approval,
+    Effect,
+    Kind,
+    Phase,
+    ToolContext,
+    ToolDefinition,
+    ToolMetadata,
 )
 
 METADATA = ToolMetadata(

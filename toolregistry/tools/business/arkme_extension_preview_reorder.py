@@ -4,7 +4,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from toolregistry.metadata import (
-    EXPLICIT_USER_WRITE, Approval, ApprovalCard, Effect, Kind, Phase, ToolContext, ToolDefinition,
+    EXPLICIT_USER_WRITE,
+    Approval,
+    ApprovalCard,
+    Effect,
+    Kind,
+    Phase,
+    ToolContext,
+    ToolDefinition,
     ToolMetadata,
 )
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from toolregistry.metadata import (
-    Approval, Effect, Kind, Phase, ToolContext, ToolDefinition, ToolMetadata,
+    Approval,
+    Effect,
+    Kind,
+    Phase,
+    ToolContext,
+    ToolDefinition,
+    ToolMetadata,
 )
 
 METADATA = ToolMetadata(

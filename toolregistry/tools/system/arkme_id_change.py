@@ -4,8 +4,15 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from toolregistry.metadata import (
-    EXPLICIT_USER_WRITE, Approval, ApprovalCard, Effect, Kind, Phase, ToolContext,
-    ToolDefinition, ToolMetadata,
+    EXPLICIT_USER_WRITE,
+    Approval,
+    ApprovalCard,
+    Effect,
+    Kind,
+    Phase,
+    ToolContext,
+    ToolDefinition,
+    ToolMetadata,
 )
 
 METADATA = ToolMetadata(

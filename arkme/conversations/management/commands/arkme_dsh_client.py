@@ -1,7 +1,9 @@
 """Manage DSH clients: create (prints the key once, alone on the last line), list, revoke, rotate."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from arkme.kernel.errors import ArkmeError
 
@@ -12,7 +14,7 @@ from ...models import DshClient
 class Command(BaseCommand):
     help = "Create, list, revoke or rotate the keys of DSH clients."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         create = sub.add_parser("create", help="Create a client and print its key once.")
         create.add_argument("name")
@@ -23,7 +25,7 @@ class Command(BaseCommand):
         rotate = sub.add_parser("rotate", help="Issue a new key, invalidating the old one.")
         rotate.add_argument("name")
 
-    def handle(self, *args, action: str, **options):
+    def handle(self, *args: Any, action: str, **options: Any) -> None:
         try:
             if action == "create":
                 profiles = [p.strip() for p in options["profiles"].split(",") if p.strip()]
