@@ -36,7 +36,7 @@ test: $(VENV)/.test
 	$(BIN)/python manage.py makemigrations --check --dry-run -v0
 	rm -f var/reliability.json
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	$(BIN)/python -m tests.figures
+	$(BIN)/python -m tests.support.figures
 
 $(VENV)/.bench: requirements-bench.txt requirements-test.txt requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-bench.txt

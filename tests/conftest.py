@@ -1,29 +1,31 @@
-"""Shared fixtures: an isolated storage root, DSH clients, the API client and a small world."""
+"""Shared fixtures: an isolated storage root, DSH clients, a small world, staff, figures, S3.
+
+Helpers live in ``tests.support``; the gallery and group fixtures are plugins from there, so
+no test module imports another.
+"""
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
-from rest_framework.test import APIClient
+from django.contrib.auth import get_user_model
+from django.test import Client
 
 from arkme.accounts.models import Account
-from arkme.conversations.clients import dsh_client_create
 from galleries.services.extensions import extension_create
 from groups.models import Group, JoinPolicy, Role
 from groups.services import membership_ensure, private_chat_ensure
+from tests.support import figures as figure_store
+from tests.support.dsh import LEDGER, Dsh, make_dsh
+from tests.support.leaks import find_leaks
+from tests.support.services import require_service
 
-IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-
-
-def require_service(name: str, available: bool, reason: str) -> None:
-    """Outside CI a missing service skips with a reason; inside CI it fails the run."""
-    if available:
-        return
-    if IN_CI:
-        pytest.fail(f"{name} is required in CI: {reason}")
-    pytest.skip(f"{name} unavailable: {reason}")
+pytest_plugins = ["tests.support.galleries", "tests.support.groups"]
 
 
 @pytest.fixture
@@ -50,31 +52,9 @@ def _isolated_storage(settings, tmp_path):
     return media
 
 
-class LeakLedger:
-    """Every DSH response a test sees, and the values that test declared secret."""
-
-    def __init__(self) -> None:
-        self.bodies: list[tuple[str, object]] = []
-        self.secrets: set[str] = set()
-        self.account_ids: set[str] = set()
-        self.scanned = 0
-        self.found = 0
-
-    def record(self, path: str, response) -> None:
-        if response.get("Content-Type", "").startswith("application/json") and response.content:
-            self.bodies.append((path, response.json()))
-            # Raw account ids, to look for inside decoded refs.
-            self.account_ids.update(str(pk) for pk in Account.objects.values_list("pk", flat=True))
-
-
-LEDGER = LeakLedger()
-
-
 @pytest.fixture(autouse=True)
 def leak_guard():
     """Fails a test if any DSH response it saw carries a key, fingerprint, URL, secret…"""
-    from .leaks import find_leaks
-
     LEDGER.bodies.clear()
     LEDGER.secrets.clear()
     LEDGER.account_ids.clear()
@@ -86,61 +66,19 @@ def leak_guard():
     assert not leaks, "responses leaked:\n" + "\n".join(leaks[:20])
 
 
-class RecordingClient(APIClient):
-    def generic(self, method, path, *args, **kwargs):
-        response = super().generic(method, path, *args, **kwargs)
-        if path.startswith("/dsh/"):
-            LEDGER.record(path, response)
-        return response
+class FigureRecorder:
+    """Reliability figures a test measured; written to var/reliability.json at the end."""
+
+    def add(self, name: str, amount: float = 1) -> None:
+        figure_store.add(name, amount)
+
+    def record(self, name: str, value: Any) -> None:
+        figure_store.FIGURES[name] = value
 
 
-@dataclass
-class Dsh:
-    api: APIClient
-    key: str
-    client: object
-
-    def url(self, path: str) -> str:
-        return f"/dsh/v1/{path}"
-
-    def get(self, path, **kw):
-        return self.api.get(self.url(path), **kw)
-
-    def post(self, path, data=None, **kw):
-        kw.setdefault("format", "json")
-        return self.api.post(self.url(path), data, **kw)
-
-    def put(self, path, **kw):
-        return self.api.put(self.url(path), **kw)
-
-    def delete(self, path, **kw):
-        return self.api.delete(self.url(path), **kw)
-
-    def open_session(self, account: Account, **body) -> dict:
-        response = self.post("sessions", {"account": account.public_id, **body})
-        assert response.status_code == 201, response.content
-        return response.json()
-
-    def execute(self, session: str, tool: str, arguments: dict, **kw):
-        body = {"arguments": arguments}
-        if "approval" in kw:
-            body["approval"] = kw.pop("approval")
-        return self.post(f"sessions/{session}/tools/{tool}/execute", body, **kw)
-
-    def pre_execute(self, session: str, tool: str, arguments: dict):
-        return self.post(f"sessions/{session}/tools/{tool}/pre-execute", {"arguments": arguments})
-
-    def approve_and_execute(self, session: str, tool: str, arguments: dict, **kw):
-        decision = self.pre_execute(session, tool, arguments).json()
-        assert decision["decision"] == "ask", decision
-        return self.execute(session, tool, arguments, approval=decision["approval"], **kw)
-
-
-def make_dsh(name: str = "dsh", profiles=()) -> Dsh:
-    client, key = dsh_client_create(name=name, profiles=profiles)
-    api = RecordingClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return Dsh(api=api, key=key, client=client)
+@pytest.fixture
+def figures() -> FigureRecorder:
+    return FigureRecorder()
 
 
 @pytest.fixture
@@ -185,15 +123,24 @@ def world(db) -> World:
 
 
 @pytest.fixture
-def alice_session(dsh, world):
+def session(dsh, world) -> str:
+    """Alice's agent session, opened by the ``dsh`` client in the default profile."""
     return dsh.open_session(world.alice)["session"]
 
 
 @pytest.fixture
-def refs(dsh, alice_session):
+def refs(dsh, session):
     """Alice's source refs by group name, as arkme_context hands them out."""
-    result = dsh.execute(alice_session, "arkme_context", {}).json()["result"]
+    result = dsh.execute(session, "arkme_context", {}).json()["result"]
     return {group["name"]: group["source_ref"] for group in result["groups"]}
+
+
+@pytest.fixture
+def staff(db) -> Client:
+    """A signed-in superuser's browser."""
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("staff", "staff@example.com", "pw-123456"))
+    return client
 
 
 @pytest.fixture(scope="session")
@@ -227,8 +174,6 @@ def s3_blob_settings(endpoint: str, bucket: str) -> dict:
 @pytest.fixture
 def s3(settings, moto_endpoint, request):
     """Blob storage on S3 for one test, in a bucket of its own."""
-    import uuid
-
     import boto3
 
     bucket = f"arkme-{uuid.uuid4().hex[:12]}"
@@ -241,15 +186,6 @@ def s3(settings, moto_endpoint, request):
 
 def pytest_sessionfinish(session, exitstatus):
     """The reliability figures, written to var/reliability.json (`make test` prints them last)."""
-    from pathlib import Path
-
-    from . import figures
-    from .test_cross_account import MATRIX_RESULTS
-
-    figures.add("leak_responses_scanned", LEDGER.scanned)
-    figures.add("leaks_found", LEDGER.found)
-    if MATRIX_RESULTS:
-        refused = sum(1 for _, ok in MATRIX_RESULTS if ok)
-        figures.FIGURES["cross_account_cases"] = len(MATRIX_RESULTS)
-        figures.FIGURES["cross_account_refused_percent"] = round(100 * refused / len(MATRIX_RESULTS), 1)
-    figures.write(Path(__file__).resolve().parent.parent / "var" / "reliability.json")
+    figure_store.add("leak_responses_scanned", LEDGER.scanned)
+    figure_store.add("leaks_found", LEDGER.found)
+    figure_store.write(Path(__file__).resolve().parent.parent / "var" / "reliability.json")

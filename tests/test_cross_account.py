@@ -11,11 +11,8 @@ from arkme.accounts.models import Account
 from galleries.models import Blob, GalleryHistory, GalleryItem, PendingOperation
 from galleries.services.account_images import account_image_create, image_ref_for
 from groups.models import ChatMessage, Invitation, Membership
-
-from .conftest import make_dsh
-from .galleries import images
-
-MATRIX_RESULTS: list[tuple[str, bool]] = []
+from tests.support import images
+from tests.support.dsh import make_dsh
 
 
 @dataclass
@@ -108,7 +105,7 @@ CASE_NAMES = sorted(ALICE_CASES(Foreign(*["x"] * 8), "x"))
 
 @pytest.mark.parametrize("case", CASE_NAMES)
 @pytest.mark.parametrize("step", ["pre-execute", "execute"])
-def test_tools_refuse_another_accounts_objects(matrix, dsh, world, case, step):
+def test_tools_refuse_another_accounts_objects(figures, matrix, dsh, world, case, step):
     alice = dsh.open_session(world.alice, workspace="bobws")["session"]
     dsh.put(f"sessions/{alice}/phases/attachments")
     tool, arguments = ALICE_CASES(matrix, world.alice_ext.public_id)[case]
@@ -124,12 +121,13 @@ def test_tools_refuse_another_accounts_objects(matrix, dsh, world, case, step):
     else:
         response = dsh.execute(alice, tool, arguments)
         ok = refused(response)
-    MATRIX_RESULTS.append((f"{case}/{step}", ok))
+    figures.add("cross_account_cases")
+    figures.add("cross_account_refused", ok)
     assert ok, response.content
     assert snapshot() == before
 
 
-def test_alice_candidate_refs_in_bobs_call_are_invalid(matrix, dsh, world):
+def test_alice_candidate_refs_in_bobs_call_are_invalid(figures, matrix, dsh, world):
     """Bob's candidate_ref presented with Alice's own source_ref: judged invalid, nothing added."""
     alice = dsh.open_session(world.alice)["session"]
     own = dsh.execute(alice, "arkme_context", {}).json()["result"]["groups"][0]["source_ref"]
@@ -137,15 +135,17 @@ def test_alice_candidate_refs_in_bobs_call_are_invalid(matrix, dsh, world):
     response = dsh.approve_and_execute(alice, "arkme_group_member_add",
                                        {"source_ref": own, "candidate_refs": [matrix.candidate_ref]})
     ok = response.json()["result"]["results"][0]["outcome"] == "invalid_ref"
-    MATRIX_RESULTS.append(("foreign candidate_ref", ok))
+    figures.add("cross_account_cases")
+    figures.add("cross_account_refused", ok)
     assert ok and snapshot() == before
 
 
-def test_another_clients_session_and_approvals(matrix, dsh, world):
+def test_another_clients_session_and_approvals(figures, matrix, dsh, world):
     before = snapshot()
     foreign_session = dsh.execute(matrix.session, "arkme_context", {})
     alice = dsh.open_session(world.alice)["session"]
     foreign_approval = dsh.execute(alice, "arkme_id_change", {"arkme_id": "bob_new_id"}, approval=matrix.approval)
     checks = [foreign_session.status_code == 404, foreign_approval.status_code == 403]
-    MATRIX_RESULTS.extend([("another client's session", checks[0]), ("another session's approval", checks[1])])
+    figures.add("cross_account_cases", len(checks))
+    figures.add("cross_account_refused", sum(checks))
     assert all(checks) and snapshot() == before

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from .leaks import find_leaks
+from tests.support.leaks import find_leaks
 
 SHA = "a" * 64
 

@@ -53,12 +53,12 @@ def bench_urls(settings):
     settings.ROOT_URLCONF = "bench.urls"
 
 
-def test_the_floor_view_does_the_work_of_a_candidates_call(bench_urls, dsh, alice_session, refs, world):
+def test_the_floor_view_does_the_work_of_a_candidates_call(bench_urls, dsh, session, refs, world):
     """The throughput yardstick is only honest while it returns what the product returns."""
     arguments = {"source_ref": refs["approval-group"]}
     calls = ToolCall.objects.count()
-    product = dsh.execute(alice_session, "arkme_group_member_candidates", arguments)
-    floor = dsh.api.post(f"/bench/floor/{alice_session}/candidates", {"arguments": arguments}, format="json")
+    product = dsh.execute(session, "arkme_group_member_candidates", arguments)
+    floor = dsh.api.post(f"/bench/floor/{session}/candidates", {"arguments": arguments}, format="json")
     assert product.status_code == floor.status_code == 200
     assert ToolCall.objects.count() == calls + 2  # each audited once
 
@@ -74,8 +74,8 @@ def test_the_floor_view_does_the_work_of_a_candidates_call(bench_urls, dsh, alic
     assert len(chats(product.json())[1]) == 3
 
 
-def test_the_bare_view_reads_only_the_callers_session(bench_urls, dsh, other_dsh, alice_session):
-    assert dsh.api.get(f"/bench/bare/{alice_session}").json()["public_id"] == alice_session
-    assert other_dsh.api.get(f"/bench/bare/{alice_session}").status_code == 404
+def test_the_bare_view_reads_only_the_callers_session(bench_urls, dsh, other_dsh, session):
+    assert dsh.api.get(f"/bench/bare/{session}").json()["public_id"] == session
+    assert other_dsh.api.get(f"/bench/bare/{session}").status_code == 404
     stranger = APIClient(HTTP_AUTHORIZATION="Bearer dsh_wrong")
-    assert stranger.get(f"/bench/bare/{alice_session}").status_code == 401
+    assert stranger.get(f"/bench/bare/{session}").status_code == 401

@@ -14,13 +14,6 @@ from PIL import Image
 from galleries.models import Blob, OperationStatus, PendingOperation
 
 
-@pytest.fixture
-def staff(db):
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser("staff", "s@example.com", "pw-123456"))
-    return client
-
-
 def test_extension_page_shows_its_gallery_as_thumbnails(staff, gs, world):
     gs.add_confirmed(gs.write_many(2))
     page = staff.get(f"/admin/galleries/extension/{world.alice_ext.pk}/change/").content.decode()

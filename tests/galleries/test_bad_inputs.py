@@ -6,9 +6,8 @@ import os
 import pytest
 
 from galleries.models import Blob, GalleryItem, PendingOperation
-
-from . import images
-from .test_svg import BAD as BAD_SVG
+from tests.support import images
+from tests.support.images import BAD_SVG
 
 FILES = {
     "text file": b"just some text",
@@ -25,20 +24,18 @@ FILES = {
 
 
 def assert_nothing_written(media):
-    from .. import figures
-
-    figures.add("bad_inputs_tried")
     assert PendingOperation.objects.count() == 0
     assert Blob.objects.count() == 0 and GalleryItem.objects.count() == 0
     assert not [p for p in media.rglob("*") if p.is_file() and "captured" not in p.parts]
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
-def test_bad_workspace_file(gs, _isolated_storage, name):
+def test_bad_workspace_file(figures, gs, _isolated_storage, name):
     path = gs.write(f"bad-{abs(hash(name))}.png", FILES[name])
     response = gs.prepare(source="workspace", workspace_paths=[gs.write_many(1)[0], path])
     assert 400 <= response.status_code < 500, response.content
     assert response.json()["error"]["details"]["fields"] == ["workspace_paths[1]"]
+    figures.add("bad_inputs_tried")
     assert_nothing_written(_isolated_storage)
 
 
@@ -64,11 +61,12 @@ def test_bad_workspace_file(gs, _isolated_storage, name):
     {"source": "workspace", "workspace_paths": ["a.png"], "operation": "op_x"},
     {"source": "workspace", "workspace_paths": "a.png"},
 ])
-def test_bad_prepare_arguments(gs, _isolated_storage, arguments):
+def test_bad_prepare_arguments(figures, gs, _isolated_storage, arguments):
     gs.say("", files=[("a.png", images.png())])
     response = gs.add(action="prepare", **arguments)
     assert 400 <= response.status_code < 500, response.content
     assert response.json()["error"]["code"]
+    figures.add("bad_inputs_tried")
     assert_nothing_written(_isolated_storage)
 
 
@@ -79,16 +77,18 @@ def test_bad_prepare_arguments(gs, _isolated_storage, arguments):
     {"action": "confirm", "operation": "op_x", "source": "workspace"},
     {"action": "delete", "operation": "op_x"},
 ])
-def test_bad_confirm_arguments(gs, _isolated_storage, arguments):
+def test_bad_confirm_arguments(figures, gs, _isolated_storage, arguments):
     response = gs.add(**arguments)
     assert response.status_code in (400, 404), response.content
+    figures.add("bad_inputs_tried")
     assert_nothing_written(_isolated_storage)
 
 
-def test_symlink_escape_changes_nothing(gs, _isolated_storage, tmp_path):
+def test_symlink_escape_changes_nothing(figures, gs, _isolated_storage, tmp_path):
     (tmp_path / "secret.png").write_bytes(images.png())
     os.symlink(tmp_path / "secret.png", gs.workspace / "escape.png")
     response = gs.prepare(source="workspace", workspace_paths=["escape.png"])
     assert response.status_code == 422
     assert "escape" not in response.content.decode()
+    figures.add("bad_inputs_tried")
     assert_nothing_written(_isolated_storage)

@@ -16,8 +16,7 @@ from galleries.blobs.services import blobs_collect_garbage, blobs_store_missing,
 from galleries.blobs.storage import blob_key, staging_key
 from galleries.ingest.process_image import process_image, sha256_hex
 from galleries.models import Blob
-
-from . import images
+from tests.support import images
 
 
 @pytest.fixture(params=["filesystem", pytest.param("s3", marks=pytest.mark.s3)])

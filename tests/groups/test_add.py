@@ -10,10 +10,8 @@ from arkme.accounts.models import Account
 from groups import refs as refs_module
 from groups.models import ChatMessage, Invitation, Membership, PrivateChat
 from groups.services import private_chat_ensure
-
-
-def ref_of(candidates, group, name):
-    return next(c["candidate_ref"] for c in candidates(group)["candidates"] if c["display_name"] == name)
+from tests.support.concurrency import race
+from tests.support.groups import ref_of
 
 
 def results(response):
@@ -82,19 +80,19 @@ def test_expired_ref(candidates, add, monkeypatch):
 
 
 @pytest.mark.parametrize("refs_of", [lambda r: [], lambda r: [r, r], lambda r: [f"{r}{i}" for i in range(21)]])
-def test_ref_list_rules_are_400_before_anything_is_written(dsh, alice_session, refs, candidates, refs_of):
+def test_ref_list_rules_are_400_before_anything_is_written(dsh, session, refs, candidates, refs_of):
     carol = ref_of(candidates, "open-group", "Carol")
-    response = dsh.execute(alice_session, "arkme_group_member_add",
+    response = dsh.execute(session, "arkme_group_member_add",
                            {"source_ref": refs["open-group"], "candidate_refs": refs_of(carol)}, approval="apv_x")
     assert response.status_code == 400
     assert Membership.objects.count() == 3
 
 
-def test_add_needs_approval_and_the_card_names_group_and_people(dsh, alice_session, refs, candidates):
+def test_add_needs_approval_and_the_card_names_group_and_people(dsh, session, refs, candidates):
     args = {"source_ref": refs["approval-group"],
             "candidate_refs": [ref_of(candidates, "approval-group", "Carol"), ref_of(candidates, "approval-group", "Dave")]}
-    assert dsh.execute(alice_session, "arkme_group_member_add", args).status_code == 403
-    card = dsh.pre_execute(alice_session, "arkme_group_member_add", args).json()["card"]
+    assert dsh.execute(session, "arkme_group_member_add", args).status_code == 403
+    card = dsh.pre_execute(session, "arkme_group_member_add", args).json()["card"]
     assert "approval-group" in card["title"] and "Carol" in card["body"] and "Dave" in card["body"]
     assert "invitation" in card["body"]
 
@@ -102,31 +100,17 @@ def test_add_needs_approval_and_the_card_names_group_and_people(dsh, alice_sessi
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_adds_of_one_person_give_one_membership(postgres, world):
-    import threading
-
-    from django.db import connection
-
     from groups.refs import candidate_ref_maker, make_source_ref
     from groups.services import group_members_add
 
     chat = private_chat_ensure(a=world.alice, b=world.carol)
     source = make_source_ref(account_public_id=world.alice.public_id, group_public_id=world.open_group.public_id)
-    barrier = threading.Barrier(8)
-    outcomes = []
+    ref = candidate_ref_maker(account_public_id=world.alice.public_id,
+                              group_public_id=world.open_group.public_id)(chat.public_id)
 
-    def run():
-        ref = candidate_ref_maker(account_public_id=world.alice.public_id,
-                                  group_public_id=world.open_group.public_id)(chat.public_id)
-        barrier.wait()
-        try:
-            outcomes.append(group_members_add(account=world.alice, source_ref=source, candidate_refs=[ref]).results[0].outcome)
-        finally:
-            connection.close()
+    def add():
+        return group_members_add(account=world.alice, source_ref=source, candidate_refs=[ref]).results[0].outcome
 
-    threads = [threading.Thread(target=run) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    outcomes = [value for _, value in race([add] * 8)]
     assert sorted(outcomes) == ["added"] + ["already_member"] * 7
     assert Membership.objects.filter(group=world.open_group, account=world.carol).count() == 1

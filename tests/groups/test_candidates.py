@@ -53,14 +53,14 @@ def test_limit_and_truncated(candidates):
 
 @pytest.mark.parametrize("arguments,field", [({"limit": 0}, "limit"), ({"limit": 101}, "limit"),
                                              ({"query": "x" * 101}, "query"), ({"other": 1}, "other")])
-def test_bad_arguments_are_400(dsh, alice_session, refs, arguments, field):
-    response = dsh.execute(alice_session, "arkme_group_member_candidates", {"source_ref": refs["open-group"], **arguments})
+def test_bad_arguments_are_400(dsh, session, refs, arguments, field):
+    response = dsh.execute(session, "arkme_group_member_candidates", {"source_ref": refs["open-group"], **arguments})
     assert response.status_code == 400 and field in response.json()["error"]["details"]["fields"]
 
 
 @pytest.mark.parametrize("ref,code,status", [("grp_raw", "invalid_source_ref", 400), ("", "invalid_arguments", 400)])
-def test_bad_source_ref_refuses_the_whole_call(dsh, alice_session, ref, code, status):
-    response = dsh.execute(alice_session, "arkme_group_member_candidates", {"source_ref": ref})
+def test_bad_source_ref_refuses_the_whole_call(dsh, session, ref, code, status):
+    response = dsh.execute(session, "arkme_group_member_candidates", {"source_ref": ref})
     assert response.status_code == status and response.json()["error"]["code"] == code
 
 
@@ -70,9 +70,9 @@ def test_another_accounts_source_ref_is_refused(dsh, world, refs):
     assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_source_ref"
 
 
-def test_a_former_member_is_refused(dsh, alice_session, refs, world):
+def test_a_former_member_is_refused(dsh, session, refs, world):
     Membership.objects.filter(group=world.open_group, account=world.alice).delete()
-    response = dsh.execute(alice_session, "arkme_group_member_candidates", {"source_ref": refs["open-group"]})
+    response = dsh.execute(session, "arkme_group_member_candidates", {"source_ref": refs["open-group"]})
     assert response.status_code == 403 and response.json()["error"]["code"] == "not_a_member"
 
 
@@ -154,13 +154,13 @@ def test_query_wildcards_match_literally():
     assert found("A") == ["a_b", "axb", "back\\slash"]
 
 
-def test_the_api_call_reads_the_account_only_through_the_session(dsh, alice_session, refs):
+def test_the_api_call_reads_the_account_only_through_the_session(dsh, session, refs):
     # The client, the session with its account, the group, the candidates, the audit row.
     from rest_framework.test import APIClient
 
     api = APIClient()  # not the recording client, whose leak scan reads the database too
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {dsh.key}")
-    path = f"/dsh/v1/sessions/{alice_session}/tools/arkme_group_member_candidates/execute"
+    path = f"/dsh/v1/sessions/{session}/tools/arkme_group_member_candidates/execute"
     with CaptureQueriesContext(connection) as queries:
         response = api.post(path, {"arguments": {"source_ref": refs["open-group"]}}, format="json")
     assert response.status_code == 200

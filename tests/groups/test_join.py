@@ -14,8 +14,7 @@ from django.utils import timezone
 
 from groups.delivery import message_deliver, messages_redeliver
 from groups.models import ChatMessage, Invitation, JoinRequest, Membership
-
-from .test_add import ref_of
+from tests.support.groups import ref_of
 
 
 def login(account):

@@ -14,10 +14,8 @@ from galleries.ingest.process_image import process_image
 from galleries.models import Blob, GalleryItem, PendingOperation
 from galleries.services.extensions import extension_create
 from groups.models import Group, JoinPolicy, JoinRequest, Membership
-
-from .. import figures
-from ..conftest import require_service
-from ..galleries import images
+from tests.support import images
+from tests.support.services import require_service
 
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -25,6 +23,10 @@ CHROMEDRIVER = shutil.which("chromedriver")
 
 
 class AdminInABrowser(StaticLiveServerTestCase):
+    @pytest.fixture(autouse=True)
+    def _figures(self, figures):
+        self.figures = figures
+
     @classmethod
     def setUpClass(cls):
         require_service("Chromium", bool(CHROMIUM and CHROMEDRIVER), "apt-get install chromium chromium-driver")
@@ -88,7 +90,7 @@ class AdminInABrowser(StaticLiveServerTestCase):
             ".map(i => i.complete ? i.naturalWidth : -1);")
         self.assertEqual(len(widths), 3)
         self.assertTrue(all(width > 0 for width in widths), widths)
-        figures.add("browser_thumbnails_loaded", len(widths))
+        self.figures.add("browser_thumbnails_loaded", len(widths))
 
         self.browser.get(f"{self.live_server_url}/admin/galleries/pendingoperation/")
         self.browser.find_element(By.LINK_TEXT, "Pending").click()

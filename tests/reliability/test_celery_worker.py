@@ -19,10 +19,8 @@ from django.db import connection
 from arkme.celery import app
 from galleries.models import Gallery, OperationStatus, PendingOperation
 from groups.models import ChatMessage
-
-from .. import figures
-from ..conftest import require_service
-from ..galleries import images
+from tests.support import images
+from tests.support.services import require_service
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,7 +148,7 @@ def test_svg_blobs_and_invitations_run_on_the_worker(worker, gs, dsh, world):
     assert ChatMessage.objects.get().delivered_at is not None
 
 
-def test_a_worker_killed_mid_task_and_restarted_leaves_the_same_final_state(worker, gs):
+def test_a_worker_killed_mid_task_and_restarted_leaves_the_same_final_state(figures, worker, gs):
     name = gs.write("heavy.svg", heavy_svg())
     answers = []
 
@@ -185,7 +183,7 @@ def test_a_worker_killed_mid_task_and_restarted_leaves_the_same_final_state(work
     figures.add("worker_kills_recovered", 1)
 
 
-def test_a_broker_that_is_down_gives_503_and_no_partial_state(worker, gs, settings):
+def test_a_broker_that_is_down_gives_503_and_no_partial_state(figures, worker, gs, settings):
     png = gs.write("a.png", images.png())
     operation = gs.prepare(source="workspace", workspace_paths=[png]).json()["result"]["operation"]
     gs.say("确认")

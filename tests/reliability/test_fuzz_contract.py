@@ -13,10 +13,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from arkme.wsgi import application
+from tests.support.dsh import make_dsh
 from toolregistry.catalog import CATALOG
-
-from .. import figures
-from ..conftest import make_dsh
 
 pytestmark = pytest.mark.django_db
 EXAMPLES = {"tool_execute": 400, "tool_pre_execute": 300, "session_open": 150, "message_record": 150}
@@ -46,7 +44,7 @@ def requests_keep_the_connection():
         request_finished.connect(close_old_connections)
 
 
-def test_no_server_errors_and_responses_match_the_schema(world, settings):
+def test_no_server_errors_and_responses_match_the_schema(figures, world, settings):
     dsh = make_dsh("fuzzer")
     view = dsh.open_session(world.alice, workspace="fuzz")
     session = view["session"]

@@ -2,22 +2,18 @@
 from __future__ import annotations
 
 import random
-import threading
 from collections import Counter
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from arkme.conversations.clients import dsh_client_create
 from arkme.conversations.models import AgentSession, Message
-from arkme.kernel.errors import ArkmeError
 from galleries.models import Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
 from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_add
 from galleries.services.gallery_edit import gallery_delete_items, gallery_reorder_items
-
-from .. import figures
-from ..galleries import images
+from tests.support import images
+from tests.support.concurrency import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -25,31 +21,6 @@ WRITERS = 32
 ROUNDS = 10
 EXPECTED = {"revision_conflict", "unknown_item", "invalid_order", "operation_confirmed", "capacity_exceeded",
             "operation_pending"}
-
-
-def race(workers):
-    """Run callables at once; return ('ok', value) or ('error', code) per worker."""
-    barrier = threading.Barrier(len(workers))
-    outcomes: list = [None] * len(workers)
-
-    def run(index, work):
-        try:
-            barrier.wait()
-            outcomes[index] = ("ok", work())
-        except ArkmeError as error:
-            outcomes[index] = ("error", error.code)
-        except Exception as exc:  # a deadlock or an integrity error would land here
-            outcomes[index] = ("crash", repr(exc))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, w)) for i, w in enumerate(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a writer hung"
-    return outcomes
 
 
 def check_invariants(gallery: Gallery) -> None:
@@ -95,7 +66,7 @@ def scene(postgres, world, tmp_path, settings):
     return world, session, new_files, prepare, say_confirm, confirm
 
 
-def test_writers_on_one_gallery_lose_no_update(scene):
+def test_writers_on_one_gallery_lose_no_update(figures, scene):
     world, session, new_files, prepare, say_confirm, confirm = scene
     gallery = Gallery.objects.get(extension=world.alice_ext)
     rng = random.Random(7)
@@ -150,4 +121,4 @@ def test_identical_prepares_share_one_operation(scene):
     paths = new_files(2)
     outcomes = race([lambda: prepare(paths) for _ in range(4)])
     assert all(kind == "ok" for kind, _ in outcomes)
-    assert len({value["operation"] for _, value in outcomes}) == 1
+    assert len({value for _, value in outcomes}) == 1

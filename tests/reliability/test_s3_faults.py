@@ -14,9 +14,7 @@ from galleries.blobs.services import blobs_collect_garbage
 from galleries.blobs.storage import blob_key
 from galleries.models import Blob, Extension, Gallery, OperationStatus, PendingOperation
 from galleries.services.extensions import extension_create
-
-from .. import figures
-from ..galleries import images
+from tests.support import images
 
 pytestmark = [pytest.mark.s3, pytest.mark.django_db]
 BATCH = 20
@@ -28,7 +26,7 @@ def bucket_keys(bucket: str) -> list[str]:
                   for o in page.get("Contents", []))
 
 
-def test_a_failed_put_at_every_position_is_recovered(s3, gs, world, monkeypatch, django_capture_on_commit_callbacks):
+def test_a_failed_put_at_every_position_is_recovered(figures, s3, gs, world, monkeypatch, django_capture_on_commit_callbacks):
     real_put = blobstore.S3ObjectStore._put
     recovered = 0
     for k in range(1, BATCH + 1):

@@ -23,10 +23,8 @@ from arkme.accounts.models import Account
 from galleries.ingest.process_image import process_image
 from galleries.models import Gallery, GalleryHistory, GalleryItem
 from galleries.services.extensions import extension_create
-
-from .. import figures
-from ..conftest import make_dsh
-from ..galleries import images
+from tests.support import images
+from tests.support.dsh import make_dsh
 
 pytestmark = pytest.mark.django_db
 POOL = 6
@@ -196,11 +194,12 @@ class GalleryMachine(RuleBasedStateMachine):
         assert gallery.revision == self.revision == GalleryHistory.objects.filter(gallery=gallery).count()
 
     def teardown(self):
-        figures.add("state_machine_steps", self.steps)
+        self.figures.add("state_machine_steps", self.steps)
 
 
-def test_the_api_keeps_the_gallery_model(settings):
+def test_the_api_keeps_the_gallery_model(settings, figures):
     settings.ARKME_GALLERY_CAPACITY = CAPACITY
+    GalleryMachine.figures = figures
     run_state_machine_as_test(GalleryMachine, settings=hypothesis_settings(
         max_examples=30, stateful_step_count=40, deadline=None, database=None, derandomize=True,
         suppress_health_check=list(HealthCheck)))

@@ -5,13 +5,6 @@ import pytest
 from django.contrib.auth import get_user_model
 
 
-@pytest.fixture
-def staff(client, db):
-    user = get_user_model().objects.create_superuser("staff", "staff@example.com", "pw-123456")
-    client.force_login(user)
-    return client
-
-
 @pytest.mark.parametrize("model", [
     "accounts/account", "conversations/dshclient", "conversations/agentsession", "toolregistry/approvalgrant",
     "toolregistry/toolcall", "toolregistry/idempotencyrecord", "galleries/extension", "groups/group",

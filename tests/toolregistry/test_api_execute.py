@@ -1,7 +1,6 @@
 """Execute and pre-execute: visibility, arguments, approvals, idempotency and the audit."""
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -9,11 +8,6 @@ from django.utils import timezone
 
 from arkme.accounts.models import Account
 from toolregistry.models import ApprovalGrant, IdempotencyRecord, ToolCall
-
-
-@pytest.fixture
-def session(dsh, world):
-    return dsh.open_session(world.alice)["session"]
 
 
 def error_code(response):
@@ -177,34 +171,23 @@ def test_bad_idempotency_key_is_400(dsh, session):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_requests_with_one_key_do_the_work_once(postgres, world):
-    from ..conftest import make_dsh
+    from tests.support.concurrency import race
+    from tests.support.dsh import make_dsh
 
     dsh = make_dsh()
     session = dsh.open_session(world.alice)["session"]
     args = {"arkme_id": "alice_2026"}
     approval = dsh.pre_execute(session, "arkme_id_change", args).json()["approval"]
-    barrier = threading.Barrier(4)
-    results = []
 
     def call():
-        from django.db import connection as thread_connection
         from rest_framework.test import APIClient
         api = APIClient()
         api.credentials(HTTP_AUTHORIZATION=f"Bearer {dsh.key}")
-        barrier.wait()
-        try:
-            response = api.post(f"/dsh/v1/sessions/{session}/tools/arkme_id_change/execute",
-                                {"arguments": args, "approval": approval}, format="json",
-                                HTTP_IDEMPOTENCY_KEY="same")
-            results.append((response.status_code, response.json()))
-        finally:
-            thread_connection.close()
+        response = api.post(f"/dsh/v1/sessions/{session}/tools/arkme_id_change/execute",
+                            {"arguments": args, "approval": approval}, format="json", HTTP_IDEMPOTENCY_KEY="same")
+        return response.status_code, response.json()
 
-    threads = [threading.Thread(target=call) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = [value for _, value in race([call] * 4)]
     assert [status for status, _ in results] == [200] * 4
     assert all(body == results[0][1] for _, body in results)
     assert ApprovalGrant.objects.filter(used_at__isnull=False).count() == 1

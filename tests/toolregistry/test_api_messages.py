@@ -13,11 +13,6 @@ from django.utils import timezone
 from arkme.conversations.models import AgentSession, CapturedAttachment, Message
 
 
-@pytest.fixture
-def session(dsh, world):
-    return dsh.open_session(world.alice)["session"]
-
-
 def upload(name: str, content: bytes, content_type="image/png"):
     return SimpleUploadedFile(name, content, content_type=content_type)
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 import pytest
 
 from arkme.conversations.models import AgentSession
-
-from ..conftest import make_dsh
+from tests.support.dsh import make_dsh
 
 SYSTEM = ["arkme_context", "arkme_id_change"]
 GROUPS = ["arkme_group_member_candidates", "arkme_group_member_add"]

@@ -5,12 +5,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from tests.support.fakes import Guidance, base_modules, catalog_of, fake_module, writer
 from toolregistry import checks
 from toolregistry.catalog import CATALOG
 from toolregistry.metadata import Approval, Effect, Kind, Phase
 from toolregistry.validation import validate_catalog
-
-from .fakes import Guidance, base_modules, catalog_of, fake_module, writer
 
 
 def problem_ids(modules, guidance=()):

@@ -4,10 +4,9 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from tests.support.fakes import Guidance, base_modules, catalog_of, fake_module, writer
 from toolregistry.metadata import Approval, Effect, Kind, Phase
 from toolregistry.registrar import Registrar, registrar
-
-from .fakes import Guidance, base_modules, catalog_of, fake_module, writer
 
 CORE = {Phase.CORE}
 ALL = {Phase.CORE, Phase.ATTACHMENTS}

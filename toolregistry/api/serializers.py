@@ -47,7 +47,7 @@ class ExecuteRequest(ArgumentsRequest):
 # --- Documented responses ------------------------------------------------------------------
 
 class ErrorBody(serializers.Serializer):
-    code = serializers.ChoiceField(choices=[code.value for code in ErrorCode],
+    code = serializers.ChoiceField(choices=[(code.value, code.name) for code in ErrorCode],
                                    help_text="A stable word from the registry of error codes.")
     message = serializers.CharField()
     details = serializers.DictField(required=False)

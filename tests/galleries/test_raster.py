@@ -8,8 +8,7 @@ from PIL import Image
 
 from galleries.ingest.process_image import process_image
 from galleries.ingest.raster import ImageRejected, process_raster, sniff
-
-from . import images
+from tests.support import images
 
 
 def code_of(fn, *args):

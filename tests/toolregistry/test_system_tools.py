@@ -7,11 +7,6 @@ from arkme.accounts.models import Account
 from groups.refs import read_source_ref
 
 
-@pytest.fixture
-def session(dsh, world):
-    return dsh.open_session(world.alice)["session"]
-
-
 def test_context_shows_account_extensions_and_groups(dsh, session, world):
     result = dsh.execute(session, "arkme_context", {}).json()["result"]
     assert result["account"] == {"display_name": "Alice", "arkme_id": world.alice.arkme_id, "arkme_id_changeable": True}

@@ -9,8 +9,7 @@ from django.utils import timezone
 
 from galleries.models import Blob, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
 from galleries.services.gallery_add import is_confirmation
-
-from . import images
+from tests.support import images
 
 
 def result(response):

@@ -9,8 +9,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from galleries.services.account_images import account_image_create, image_ref_for
-
-from . import images
+from tests.support import images
 
 _ids = itertools.count(1)
 
@@ -44,7 +43,7 @@ class GallerySession:
         return self.dsh.post(f"sessions/{self.session}/messages", data)
 
     def write(self, name, data):
-        from ..conftest import LEDGER
+        from tests.support.dsh import LEDGER
 
         LEDGER.secrets.add(name)
         path = self.workspace / name
@@ -82,7 +81,7 @@ def logos(world):
     alice = account_image_create(owner=world.alice, name="alice-logo", data=images.png((512, 512), (1, 2, 3)))
     bob = account_image_create(owner=world.bob, name="bob-logo", data=images.png((512, 512), (3, 2, 1)))
     refs = {"alice": image_ref_for(alice), "bob": image_ref_for(bob)}
-    from ..conftest import LEDGER
+    from tests.support.dsh import LEDGER
 
     LEDGER.secrets.update(refs.values())
     return refs

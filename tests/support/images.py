@@ -98,3 +98,55 @@ def png_with_xmp_orientation(size=(600, 400), orientation=6) -> bytes:
     out = io.BytesIO()
     Image.new("RGB", size, (10, 200, 10)).save(out, "PNG", pnginfo=info)
     return out.getvalue()
+
+
+# Restricted SVGs the sanitiser keeps, and hostile ones it refuses, by what each tries.
+GOOD_SVG = [
+    svg(),
+    svg('<defs><linearGradient id="g"><stop offset="0" stop-color="#fff"/><stop offset="100%" stop-color="red"/>'
+        '</linearGradient></defs><rect x="0" y="0" width="400" height="400" fill="url(#g)"/>'),
+    svg('<defs><clipPath id="c"><circle cx="200" cy="200" r="150"/></clipPath></defs>'
+        '<g clip-path="url(#c)" transform="translate(10,10) rotate(15)"><path d="M0 0 L400 400 Z" stroke="blue" '
+        'stroke-width="4" fill="none"/></g>'),
+    svg('<title>Logo</title><desc>a logo</desc><polygon points="0,0 400,0 200,400" fill="rgb(10, 20, 30)"/>'),
+    svg('<rect width="10" height="10"/>', 'viewBox="0 0 40 40" width="800" height="800"'),
+]
+
+BAD_SVG = {
+    "script": svg('<script>alert(1)</script>'),
+    "onload": svg('', 'viewBox="0 0 400 400" onload="alert(1)"'),
+    "style attribute": svg('<rect width="10" height="10" style="fill:red"/>'),
+    "style element": svg('<style>rect{fill:red}</style>'),
+    "foreignObject": svg('<foreignObject><div xmlns="http://www.w3.org/1999/xhtml">x</div></foreignObject>'),
+    "image": svg('<image href="file:///etc/passwd" width="10" height="10"/>'),
+    "xlink href": b'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+                  b'viewBox="0 0 400 400"><linearGradient id="a"/><linearGradient id="b" xlink:href="#a"/></svg>',
+    "use": svg('<defs><circle id="c" r="5"/></defs><use href="#c"/>'),
+    "text": svg('<text x="10" y="10">hi</text>'),
+    "animation": svg('<circle r="5"><animate attributeName="r" to="10"/></circle>'),
+    "stray text": svg('hello'),
+    "forward url": svg('<rect width="10" height="10" fill="url(#later)"/><linearGradient id="later"/>'),
+    "external url": svg('<rect width="10" height="10" fill="url(http://evil/x)"/>'),
+    "huge number": svg('<circle cx="200" cy="200" r="1e30" fill="red"/>'),
+    "infinite": svg('<circle cx="200" cy="200" r="inf"/>'),
+    "nan in path": svg('<path d="M 0 0 L NaN 5"/>'),
+    "bad transform": svg('<g transform="expression(alert(1))"/>'),
+    "bad colour": svg('<rect width="1" height="1" fill="javascript:alert(1)"/>'),
+    "no viewBox": svg('', 'width="400" height="400"'),
+    "not svg root": b'<html xmlns="http://www.w3.org/2000/svg"/>',
+    "foreign namespace": b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 400 400">'
+                         b'<x:a xmlns:x="http://example.com/x"/></svg>',
+    "dtd": b'<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "aaaa">]>'
+           b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 400 400"><title>&a;</title></svg>',
+    "external entity": b'<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                       b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 400 400"><title>&x;</title></svg>',
+    "too small": svg('', 'viewBox="0 0 100 100"'),
+    "too big": svg('', 'viewBox="0 0 5000 400"'),
+    "deep nesting": svg("<g>" * 60 + "</g>" * 60),
+}
+
+
+def dashed_rings(count: int = 400) -> bytes:
+    """Valid and small, but seconds of work for cairo."""
+    return svg("".join(f'<circle cx="500" cy="500" r="{100 + i}" fill="none" stroke="red" stroke-width="1" '
+                       f'stroke-dasharray="0.02 0.02"/>' for i in range(count)), 'viewBox="0 0 1000 1000"')

@@ -13,6 +13,9 @@ def add(name: str, amount: float = 1) -> None:
 
 
 def write(path: Path) -> dict:
+    if FIGURES.get("cross_account_cases"):
+        FIGURES["cross_account_refused_percent"] = round(
+            100 * FIGURES["cross_account_refused"] / FIGURES["cross_account_cases"], 1)
     data = {key: FIGURES[key] for key in sorted(FIGURES)}
     path.parent.mkdir(parents=True, exist_ok=True)
     existing = json.loads(path.read_text()) if path.exists() else {}

@@ -1,0 +1,36 @@
+"""Restricted SVG: the allow-list and its grammars; refusals that never echo the input."""
+from __future__ import annotations
+
+import pytest
+
+from galleries.ingest.raster import ImageRejected
+from galleries.ingest.svg_sanitise import sanitise_svg
+from tests.support.images import BAD_SVG, svg
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SVG))
+def test_disallowed_svg_is_refused(name):
+    with pytest.raises(ImageRejected) as caught:
+        sanitise_svg(BAD_SVG[name], "workspace_paths[0]")
+    assert caught.value.http_status == 422
+    assert caught.value.details["fields"] == ["workspace_paths[0]"]
+
+
+def test_oversized_svg_is_refused():
+    data = svg("<g/>" * 300000)
+    assert len(data) > 1024 * 1024
+    with pytest.raises(ImageRejected) as caught:
+        sanitise_svg(data)
+    assert caught.value.code == "image_too_large"
+
+
+def test_output_size_follows_width_height_or_viewbox():
+    assert (sanitise_svg(svg()).width, sanitise_svg(svg()).height) == (400, 400)
+    safe = sanitise_svg(svg("", 'viewBox="0 0 100 50" width="800"'))
+    assert (safe.width, safe.height) == (800, 400)
+
+
+def test_sanitised_output_drops_comments_and_instructions():
+    data = b'<?xml version="1.0"?><!-- hidden --><?pi x?>' + svg('<!-- c --><rect width="1" height="1"/>')
+    clean = sanitise_svg(data).data
+    assert b"hidden" not in clean and b"<!--" not in clean and b"<?pi" not in clean

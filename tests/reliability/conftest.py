@@ -1,1 +1,0 @@
-from ..galleries.conftest import gs, logos  # noqa: F401  (the gallery fixtures, shared)
