@@ -47,3 +47,37 @@ def test_a_bad_threshold_is_a_configuration_error(bad):
 def test_sqlite_has_no_statement_preparation(tmp_path):
     options = database_options(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     assert "server_side_binding" not in options and "prepare_threshold" not in options
+
+
+@pytest.mark.parametrize("name,bad", [("DATABASE_CONN_MAX_AGE", "-5"), ("DATABASE_CONN_MAX_AGE", "forever"),
+                                      ("ARKME_SVG_TIMEOUT_SECONDS", "0"), ("ARKME_SVG_MEMORY_BYTES", "1024")])
+def test_bad_numbers_are_configuration_errors(name, bad):
+    done = load_settings(**{name: bad})
+    assert done.returncode != 0 and name in done.stderr
+
+
+def environment_variables_read() -> set[str]:
+    """Every variable settings.py reads: os.environ look-ups and the _env_* helpers."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse((ROOT / "arkme" / "settings.py").read_text())):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            is_environ_get = isinstance(func, ast.Attribute) and func.attr == "get" and \
+                isinstance(func.value, ast.Attribute) and func.value.attr == "environ"
+            is_helper = isinstance(func, ast.Name) and func.id.startswith("_env_")
+            if is_environ_get or is_helper:
+                names.add(node.args[0].value)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
+                node.value.attr == "environ" and isinstance(node.slice, ast.Constant):
+            names.add(node.slice.value)
+    return names
+
+
+def test_every_variable_the_settings_read_is_in_readmes_configuration():
+    names = environment_variables_read()
+    assert {"DJANGO_SECRET_KEY", "ARKME_SVG_TIMEOUT_SECONDS", "DATABASE_CONN_MAX_AGE"} <= names
+    readme = (ROOT / "README.md").read_text()
+    configuration = readme[readme.index("## Configuration"):readme.index("## ", readme.index("## Configuration") + 3)]
+    assert sorted(name for name in names if f"`{name}`" not in configuration) == []

@@ -132,3 +132,24 @@ def test_storage_errors_become_storage_unavailable(monkeypatch):
     monkeypatch.setattr(store, "_put", lambda key, data: (_ for _ in ()).throw(OSError("boom")))
     with pytest.raises(StorageUnavailable):
         store.put_if_absent("blobs/x", b"1")
+
+
+def test_a_programming_error_in_storage_is_not_reported_as_an_outage(monkeypatch):
+    """Only the storage libraries' own errors mean "retry"; a bug must surface as one (a 500)."""
+    store = object_store()
+    monkeypatch.setattr(store, "_put", lambda key, data: (_ for _ in ()).throw(TypeError("a bug")))
+    with pytest.raises(TypeError):
+        store.put_if_absent("blobs/x", b"1")
+
+
+def test_a_programming_error_during_confirm_is_a_500_without_internals(gs, monkeypatch):
+    from arkme.kernel.storage import LocalObjectStore
+
+    paths = gs.write_many(1)
+    operation = gs.prepare(source="workspace", workspace_paths=paths).json()["result"]["operation"]
+    gs.say("确认")
+    monkeypatch.setattr(LocalObjectStore, "_put", lambda self, key, data: (_ for _ in ()).throw(TypeError("a bug")))
+    gs.dsh.api.raise_request_exception = False
+    response = gs.confirm(operation)
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == "internal_error" and "bug" not in response.content.decode()

@@ -53,3 +53,13 @@ def test_renders_run_outside_this_process():
     render_png(svg(), 400, 400)
     assert svg_render._renderer.process.pid != os.getpid()
     assert svg_render._renderer.owner_pid == os.getpid()
+
+
+def test_the_deadline_comes_from_settings(settings):
+    render_png(svg(), 400, 400)
+    settings.ARKME_SVG_TIMEOUT_SECONDS = 1
+    safe = sanitise_svg(dashed_rings(2000))
+    started = time.monotonic()
+    with pytest.raises(RenderFailed, match="too long"):
+        render_png(safe.data, safe.width, safe.height)
+    assert time.monotonic() - started < 5

@@ -114,3 +114,12 @@ def test_concurrent_adds_of_one_person_give_one_membership(postgres, world):
     outcomes = [value for _, value in race([add] * 8)]
     assert sorted(outcomes) == ["added"] + ["already_member"] * 7
     assert Membership.objects.filter(group=world.open_group, account=world.carol).count() == 1
+
+
+def test_the_invitation_text_states_the_configured_lifetime(candidates, add, settings,
+                                                             django_capture_on_commit_callbacks):
+    settings.ARKME_INVITATION_TTL_SECONDS = 3 * 86400
+    with django_capture_on_commit_callbacks(execute=True):
+        results(add("approval-group", [ref_of(candidates, "approval-group", "Dave")]))
+    text = ChatMessage.objects.get().text
+    assert "for 3 days" in text and "7 days" not in text

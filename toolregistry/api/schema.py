@@ -30,5 +30,6 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "A pre-execute 'ask' also carries expires_at.",
         "Arkme IDs are compared and stored in lower case.",
         "An Idempotency-Key still in use by a running call is 409 idempotency_in_progress after 10 s.",
+        "error.code is an enum: the registry of every code the service answers with (ErrorCodeEnum).",
     ]
     return result
