@@ -72,8 +72,11 @@ def idempotency_release(record: IdempotencyRecord) -> None:
     IdempotencyRecord.objects.filter(pk=record.pk).delete()
 
 
-def idempotency_purge() -> int:
-    """Forget keys older than ``ARKME_IDEMPOTENCY_TTL_SECONDS``. Returns how many."""
+def idempotency_purge(*, batch_size: int = 1000) -> int:
+    """Forget keys older than ``ARKME_IDEMPOTENCY_TTL_SECONDS``, a batch per statement. Returns how many."""
     cutoff = timezone.now() - timedelta(seconds=settings.ARKME_IDEMPOTENCY_TTL_SECONDS)
-    deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()
+    expired = IdempotencyRecord.objects.filter(created_at__lt=cutoff)
+    deleted = 0
+    while batch := list(expired.order_by("pk").values_list("pk", flat=True)[:batch_size]):
+        deleted += IdempotencyRecord.objects.filter(pk__in=batch).delete()[0]
     return deleted

@@ -4,10 +4,11 @@ from __future__ import annotations
 import functools
 import re
 from datetime import datetime, timedelta
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from arkme.accounts.models import Account
@@ -18,6 +19,7 @@ from arkme.kernel.sql import column, field_of
 
 from .attachments import delete_attachments
 from .models import AgentSession, CapturedAttachment, DshClient
+from .signals import sessions_ended
 
 WORKSPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # What a DSH call reads of a session and its account; the rest stays in the database.
@@ -26,6 +28,7 @@ _SESSION_FIELDS = ("id", "public_id", "client_id", "account_id", "profile", "wor
 SESSION_COLUMNS = (*_SESSION_FIELDS[1:], "account__public_id", "account__is_active")
 # Refreshing last_seen_at on every read would turn reads into writes.
 TOUCH_INTERVAL = timedelta(seconds=60)
+PURGE_BATCH = 1000
 
 
 def _idle_cutoff() -> datetime:
@@ -122,6 +125,7 @@ def _end_sessions(session_ids: list[int]) -> int:
     keys = _attachment_keys(session_ids)
     CapturedAttachment.objects.filter(message__session_id__in=session_ids).delete()
     closed = AgentSession.objects.filter(pk__in=session_ids, closed_at__isnull=True).update(closed_at=timezone.now())
+    sessions_ended.send(sender=AgentSession, session_ids=session_ids)
     transaction.on_commit(lambda: delete_attachments(keys))
     return closed
 
@@ -132,21 +136,39 @@ def session_close(*, client: DshClient, public_id: str) -> None:
         _end_sessions([session.pk])
 
 
-def sessions_purge() -> int:
-    """Close idle sessions and drop the attachments of every ended one. Returns sessions closed."""
-    with transaction.atomic(durable=True):
-        idle = list(
-            AgentSession.objects.filter(closed_at__isnull=True, last_seen_at__lt=_idle_cutoff())
-            .values_list("pk", flat=True)
-        )
-        closed = _end_sessions(idle)
-        # Attachments of sessions closed earlier whose storage delete did not go through.
-        leftover = list(
-            AgentSession.objects.filter(closed_at__isnull=False, messages__attachments__isnull=False)
-            .values_list("pk", flat=True).distinct()
-        )
-        if leftover:
-            keys = _attachment_keys(leftover)
-            CapturedAttachment.objects.filter(message__session_id__in=leftover).delete()
-            transaction.on_commit(lambda: delete_attachments(keys))
+def session_is_live(session_pk: int) -> bool:
+    """Open and not idle: what a session must be for its calls to be answered."""
+    return AgentSession.objects.filter(pk=session_pk, closed_at__isnull=True, last_seen_at__gte=_idle_cutoff()).exists()
+
+
+def _batches(queryset: QuerySet[AgentSession], size: int) -> Iterator[list[int]]:
+    """Primary keys in ascending batches, each read after the previous one was handled."""
+    last = 0
+    while True:
+        batch = list(queryset.filter(pk__gt=last).order_by("pk").values_list("pk", flat=True)[:size])
+        if not batch:
+            return
+        yield batch
+        last = batch[-1]
+
+
+def sessions_purge(*, batch_size: int = PURGE_BATCH) -> int:
+    """Close idle sessions and drop the attachments of every ended one. Returns sessions closed.
+
+    Each batch is its own transaction: a statement's parameters stay far below the database's
+    limits (PostgreSQL takes at most 65,535), a failure loses only its batch, and the next run
+    goes on from what is left.
+    """
+    closed = 0
+    idle = AgentSession.objects.filter(closed_at__isnull=True, last_seen_at__lt=_idle_cutoff())
+    for batch in _batches(idle, batch_size):
+        with transaction.atomic(durable=True):
+            closed += _end_sessions(batch)
+    # Attachments of sessions closed earlier whose storage delete did not go through.
+    leftover = AgentSession.objects.filter(closed_at__isnull=False, messages__attachments__isnull=False).distinct()
+    for batch in _batches(leftover, batch_size):
+        with transaction.atomic(durable=True):
+            keys = _attachment_keys(batch)
+            CapturedAttachment.objects.filter(message__session_id__in=batch).delete()
+            transaction.on_commit(lambda keys=keys: delete_attachments(keys))
     return closed

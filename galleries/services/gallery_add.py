@@ -20,7 +20,8 @@ from django.utils import timezone
 from arkme.accounts.models import AccountIdentity
 from arkme.conversations import selectors as conversation
 from arkme.conversations.models import SessionKey
-from arkme.kernel.errors import ArkmeError, Conflict, ContentRejected, ErrorCode, NotFound
+from arkme.conversations.sessions import session_is_live
+from arkme.kernel.errors import ArkmeError, Conflict, ContentRejected, DependencyUnavailable, ErrorCode, NotFound
 
 from ..blobs.services import StagedImage, blob_stage, blobs_store_staged
 from ..ingest.process_image import process_image, reproduce_image
@@ -97,7 +98,11 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
     existing = PendingOperation.objects.filter(
         account_id=account.pk, extension=target, status=OperationStatus.PENDING
     ).select_related("extension__gallery").first()
-    if existing is not None and not _expire_if_due(existing):
+    if existing is not None and existing.session_id != session.pk and not (
+            existing.session_id and session_is_live(existing.session_id)):
+        # Its session ended (closed, or idle and not yet purged): it blocks nobody.
+        _end(existing, OperationStatus.EXPIRED)
+    elif existing is not None and not _expire_if_due(existing):
         if existing.request_digest == digest and existing.session_id == session.pk:
             return existing
         raise _pending_conflict()
@@ -165,6 +170,8 @@ def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extens
                                   code=ErrorCode.SOURCE_CHANGED, details={"fields": [source["field"]]})
         try:
             now = read_source(account=account, session=session, handle=source["handle"], field=source["field"])
+        except DependencyUnavailable:
+            raise  # an outage says nothing about the source: the operation stays pending for a retry
         except (SourceGone, ArkmeError) as exc:
             raise _fail(op, changed) from exc
         if now.sha256 != source["source_sha256"]:
@@ -225,6 +232,12 @@ def gallery_cancel_add(*, account: AccountIdentity, session: SessionKey, extensi
         raise _ended(op.status)
     _end(op, OperationStatus.CANCELLED)
     return op.extension.gallery
+
+
+def operations_end_for_sessions(session_ids: Iterable[int]) -> int:
+    """A session that ends takes its pending adds with it, so none blocks the gallery."""
+    return PendingOperation.objects.filter(status=OperationStatus.PENDING, session_id__in=list(session_ids)).update(
+        status=OperationStatus.EXPIRED, ended_at=timezone.now())
 
 
 def operations_expire(operations: Iterable[PendingOperation] | None = None) -> int:

@@ -153,3 +153,15 @@ def test_a_programming_error_during_confirm_is_a_500_without_internals(gs, monke
     response = gs.confirm(operation)
     assert response.status_code == 500
     assert response.json()["error"]["code"] == "internal_error" and "bug" not in response.content.decode()
+
+
+def test_sniffing_an_s3_attachment_reads_only_its_first_bytes(s3, gs, monkeypatch):
+    from arkme.kernel.storage import S3ObjectStore
+
+    ranges = []
+    real = S3ObjectStore.read_at_most
+    monkeypatch.setattr(S3ObjectStore, "read_at_most",
+                        lambda self, key, limit: ranges.append(limit) or real(self, key, limit))
+    assert gs.say("", files=[("a.png", images.png((400, 400), (1, 2, 3))), ("notes.txt", b"x" * 100_000)]).status_code == 201
+    assert gs.prepare(source="attachments").status_code == 200
+    assert 513 in ranges  # the sniff asked for 512 bytes and one more, not the whole object

@@ -319,3 +319,65 @@ def test_session_without_a_workspace_is_refused(dsh, world):
 def test_refs_in_results_hold_no_internal_ids(gs, logos, world):
     payload = signing.loads(logos["alice"], salt=f"arkme.galleries.image_ref:{world.alice.public_id}")
     assert set(payload) == {"i"} and payload["i"].startswith("aim_")
+
+
+# --- the session's life ends the pending add -------------------------------------------------
+
+def test_closing_the_session_ends_its_pending_add(gs, dsh, world):
+    operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
+    assert dsh.delete(f"sessions/{gs.session}").status_code == 204
+    assert PendingOperation.objects.get(public_id=operation).status == OperationStatus.EXPIRED
+    # A new session may prepare at once instead of waiting out the TTL.
+    view = dsh.open_session(world.alice, workspace="ws")
+    dsh.put(f"sessions/{view['session']}/phases/attachments")
+    gs.session = view["session"]
+    assert gs.prepare(source="workspace", workspace_paths=gs.write_many(1, start=5)).status_code == 200
+
+
+def test_an_idle_sessions_add_stops_blocking_before_the_purge(gs, dsh, world, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from arkme.conversations.models import AgentSession
+
+    operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
+    AgentSession.objects.filter(public_id=gs.session).update(
+        last_seen_at=timezone.now() - timedelta(seconds=settings.ARKME_SESSION_IDLE_SECONDS + 60))
+    view = dsh.open_session(world.alice, workspace="ws")
+    dsh.put(f"sessions/{view['session']}/phases/attachments")
+    gs.session = view["session"]
+    assert gs.prepare(source="workspace", workspace_paths=gs.write_many(1, start=5)).status_code == 200
+    assert PendingOperation.objects.get(public_id=operation).status == OperationStatus.EXPIRED
+
+
+def test_the_idle_purge_ends_pending_adds(gs, settings):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from arkme.conversations.models import AgentSession
+
+    operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
+    AgentSession.objects.update(last_seen_at=timezone.now() - timedelta(days=30))
+    call_command("arkme_sessions", "purge", stdout=__import__("io").StringIO())
+    assert PendingOperation.objects.get(public_id=operation).status == OperationStatus.EXPIRED
+
+
+def test_a_queue_outage_while_confirm_rereads_an_svg_is_503_and_keeps_the_operation(gs, monkeypatch):
+    from arkme.kernel.errors import QueueUnavailable
+    from galleries.ingest import process_image as pipeline
+
+    name = gs.write("logo.svg", images.svg())
+    operation = result(gs.prepare(source="workspace", workspace_paths=[name]))["operation"]
+    gs.say("确认")
+
+    def down(*args):
+        raise QueueUnavailable()
+
+    monkeypatch.setattr(pipeline, "render_png_via_task", down)
+    assert error(gs.confirm(operation), 503)["code"] == "task_queue_unavailable"
+    assert PendingOperation.objects.get(public_id=operation).status == OperationStatus.PENDING
+    monkeypatch.undo()
+    assert result(gs.confirm(operation))["added"] == 1

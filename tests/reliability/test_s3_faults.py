@@ -18,6 +18,7 @@ from tests.support import images
 
 pytestmark = [pytest.mark.s3, pytest.mark.django_db]
 BATCH = 20
+READ_BATCH = 6
 
 
 def bucket_keys(bucket: str) -> list[str]:
@@ -73,3 +74,39 @@ def test_a_failed_put_at_every_position_is_recovered(figures, s3, gs, world, mon
     orphans = [key for key in left if key not in {blob_key(b.sha256) for b in Blob.objects.all()}]
     figures.add("s3_orphans", len(orphans))
     assert orphans == [] and not [key for key in left if key.startswith("staging/")]
+
+
+def test_a_failed_read_at_every_position_of_confirm_keeps_the_operation(figures, s3, gs, world, monkeypatch):
+    """Confirm re-reads every source; an outage on any read is a 503 that leaves the operation
+    pending (never source_changed), and the retry completes it."""
+    from arkme.kernel.storage import S3ObjectStore
+
+    real_read = S3ObjectStore._get_range
+    recovered = 0
+    for k in range(1, READ_BATCH + 1):
+        ext = extension_create(owner=world.alice, name=f"read-fault-{k}")
+        gs.extension = ext.public_id
+        files = [(f"{i}.png", images.png((400, 400), (k, i, 99))) for i in range(READ_BATCH)]
+        assert gs.say("", files=files).status_code == 201
+        operation = gs.prepare(source="attachments").json()["result"]["operation"]
+        gs.say("确认")
+        # The confirmation message has no files; the operation still names the earlier ones.
+        reads = {"n": 0}
+
+        def failing(self, key, limit, k=k, reads=reads):
+            if key.startswith("captured/"):
+                reads["n"] += 1
+                if reads["n"] == k:
+                    raise ConnectionError("S3 went away")
+            return real_read(self, key, limit)
+
+        monkeypatch.setattr(S3ObjectStore, "_get_range", failing)
+        failed = gs.confirm(operation)
+        pending = PendingOperation.objects.get(public_id=operation).status == OperationStatus.PENDING
+        monkeypatch.setattr(S3ObjectStore, "_get_range", real_read)
+        done = gs.confirm(operation)
+        if failed.status_code == 503 and pending and done.status_code == 200 and done.json()["result"]["added"] == READ_BATCH:
+            recovered += 1
+    figures.add("s3_read_fault_positions", READ_BATCH)
+    figures.add("s3_read_fault_recovered", recovered)
+    assert recovered == READ_BATCH

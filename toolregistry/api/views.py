@@ -8,7 +8,6 @@ from django.db import transaction
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -23,6 +22,7 @@ from ..catalog import CATALOG
 from ..execution import tool_execute, tool_pre_execute
 from ..sessions import session_toolset
 from . import serializers as s
+from .parsers import CompleteMultiPartParser, StrictJSONParser
 
 ERRORS = {
     400: OpenApiResponse(s.ErrorEnvelope, description="Malformed request or arguments."),
@@ -123,7 +123,7 @@ class AttachmentsPhaseApi(APIView):
 
 
 class MessagesApi(APIView):
-    parser_classes = [JSONParser, MultiPartParser]
+    parser_classes = [StrictJSONParser, CompleteMultiPartParser]
 
     @extend_schema(
         operation_id="message_record",

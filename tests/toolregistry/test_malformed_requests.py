@@ -1,0 +1,71 @@
+"""Malformed requests are 400 in the contract's envelope, never 500, and write nothing."""
+from __future__ import annotations
+
+import pytest
+
+from arkme.conversations.models import CapturedAttachment, Message
+from toolregistry.models import ApprovalGrant, ToolCall
+
+DEEP = "[" * 5000 + "]" * 5000
+SURROGATE = '"\\ud800"'
+
+
+def body_cases(session: str, account: str) -> list[tuple[str, str]]:
+    tools = f"sessions/{session}/tools"
+    return [
+        ("sessions", '{"account": %s}' % DEEP),
+        ("sessions", '{"account": %s}' % SURROGATE),
+        ("sessions", '{"account": "%s", "workspace": %s}' % (account, SURROGATE)),
+        (f"{tools}/arkme_id_change/pre-execute", '{"arguments": %s}' % DEEP),
+        (f"{tools}/arkme_id_change/pre-execute", '{"arguments": {"arkme_id": %s}}' % SURROGATE),
+        (f"{tools}/arkme_id_change/execute", '{"arguments": {"arkme_id": %s}}' % SURROGATE),
+        (f"{tools}/arkme_id_change/execute", '{"arguments": {"arkme_id": "abcdef"}, "approval": %s}' % SURROGATE),
+        (f"{tools}/arkme_context/execute", '{"arguments": {%s: 1}}' % SURROGATE),
+        (f"{tools}/arkme_extension_preview_add/execute",
+         '{"arguments": {"action": "prepare", "extension": "x", "source": "workspace", "workspace_paths": [%s]}}'
+         % SURROGATE),
+        (f"sessions/{session}/messages", '{"id": %s, "text": "x"}' % SURROGATE),
+        (f"sessions/{session}/messages", '{"id": "m1", "text": %s}' % SURROGATE),
+        (f"sessions/{session}/messages", DEEP),
+    ]
+
+
+def test_every_malformed_json_body_is_a_400_that_writes_nothing(dsh, session, world, figures):
+    cases = body_cases(session, world.alice.public_id)
+    for path, body in cases:
+        response = dsh.api.post(dsh.url(path), body, content_type="application/json")
+        assert response.status_code == 400, (path, body[:60], response.content)
+        assert response.json()["error"]["code"] in {"malformed_request", "invalid_request", "invalid_arguments"}
+        figures.add("hostile_requests_refused")
+    assert Message.objects.count() == 0 and ApprovalGrant.objects.count() == 0 and ToolCall.objects.count() == 0
+
+
+def test_a_surrogate_in_the_idempotency_key_or_the_path_is_refused(dsh, session):
+    response = dsh.api.post(dsh.url(f"sessions/{session}/tools/arkme_context/execute"), {"arguments": {}},
+                            format="json", HTTP_IDEMPOTENCY_KEY="\udcff")
+    assert response.status_code == 400
+    assert dsh.api.get(dsh.url("sessions/%ED%A0%80")).status_code == 404
+    for path in ("sessions/%ED%A0%80/tools/arkme_context/execute", f"sessions/{session}/tools/%ED%A0%80/execute"):
+        response = dsh.api.post(dsh.url(path), {"arguments": {}}, format="json")
+        assert response.status_code == 404 and response.json()["error"]["code"] in {"unknown_session", "unknown_tool"}
+
+
+def multipart(boundary: str, closed: bool) -> bytes:
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"id\"\r\n\r\nm1\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"attachments\"; filename=\"a.png\"\r\n"
+            f"Content-Type: image/png\r\n\r\n" + "x" * 5000)
+    if closed:
+        body += f"\r\n--{boundary}--\r\n"
+    return body.encode()
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_multipart_body_cut_off_before_its_closing_boundary_is_refused(dsh, session, closed):
+    response = dsh.api.generic("POST", dsh.url(f"sessions/{session}/messages"), multipart("B0UND", closed),
+                               content_type="multipart/form-data; boundary=B0UND")
+    if closed:
+        assert response.status_code == 201 and response.json()["attachments"] == 1
+        assert CapturedAttachment.objects.count() == 1
+    else:
+        assert response.status_code == 400 and response.json()["error"]["code"] == "malformed_request"
+        assert Message.objects.count() == 0 and CapturedAttachment.objects.count() == 0

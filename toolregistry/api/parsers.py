@@ -1,0 +1,72 @@
+"""Request parsers that refuse what the views must never see.
+
+JSON: no nesting deeper than ``MAX_DEPTH`` and no string (key or value) holding a lone UTF-16
+surrogate, which no database, digest or log line can encode. Multipart: the body must end
+with its closing boundary; a body cut off mid-file would otherwise be recorded with the
+file silently dropped.
+"""
+from __future__ import annotations
+
+import json
+from typing import IO, Any, Mapping
+
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser, MultiPartParser
+
+MAX_DEPTH = 64
+
+
+def _check(value: Any, depth: int = 0) -> None:
+    # Iterative over siblings, recursive over depth, which is bounded first.
+    if depth > MAX_DEPTH:
+        raise ParseError(f"The JSON body nests deeper than {MAX_DEPTH} levels.")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ParseError("The JSON body holds a string that is not valid Unicode.") from exc
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check(key, depth + 1)
+            _check(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check(item, depth + 1)
+
+
+class StrictJSONParser(JSONParser):
+    def parse(self, stream: IO[bytes], media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> Any:
+        raw = stream.read() if stream is not None else b""
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:
+            # RecursionError: a body nested thousands of levels deep.
+            raise ParseError("The request body is not valid JSON.") from exc
+        _check(data)
+        return data
+
+
+class _TailRecorder:
+    """A stream that remembers the last bytes read from it."""
+
+    def __init__(self, stream: IO[bytes], keep: int) -> None:
+        self.stream, self.keep, self.tail = stream, keep, b""
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.stream.read(size)
+        if chunk:
+            self.tail = (self.tail + chunk)[-self.keep:]
+        return chunk
+
+
+class CompleteMultiPartParser(MultiPartParser):
+    def parse(self, stream: IO[bytes], media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> Any:
+        boundary = (media_type or "").partition("boundary=")[2].split(";")[0].strip().strip('"').encode("latin-1")
+        closing = b"--" + boundary + b"--"
+        recorder = _TailRecorder(stream, len(closing) + 64)
+        parsed = super().parse(recorder, media_type, parser_context)  # type: ignore[arg-type]
+        if not boundary or not recorder.tail.rstrip(b"\r\n \t").endswith(closing):
+            raise ParseError("The multipart body ended before its closing boundary.")
+        return parsed
