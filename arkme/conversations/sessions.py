@@ -170,5 +170,5 @@ def sessions_purge(*, batch_size: int = PURGE_BATCH) -> int:
         with transaction.atomic(durable=True):
             keys = _attachment_keys(batch)
             CapturedAttachment.objects.filter(message__session_id__in=batch).delete()
-            transaction.on_commit(lambda keys=keys: delete_attachments(keys))
+            transaction.on_commit(functools.partial(delete_attachments, keys))
     return closed
