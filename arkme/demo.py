@@ -1,10 +1,12 @@
 """The demo world: a few accounts, an extension, two groups and private chats. Idempotent."""
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
 from arkme.accounts.models import Account
@@ -49,16 +51,20 @@ def _workspace() -> None:
             path.write_bytes(demo_png((640, 400), colour, number))
 
 
-def demo_password(username: str) -> str:
-    return f"{username}-demo"
-
-
-def _account(username: str, display_name: str) -> Account:
-    User = get_user_model()
-    user, created = User.objects.get_or_create(username=username)
-    if created:
-        user.set_password(demo_password(username))
+def _login(username: str, logins: dict[str, str], *, new_password: bool, **defaults: Any) -> AbstractBaseUser:
+    """The web login; a new one (or any with ``new_password``) gets a random password, kept
+    in ``logins`` to be printed once and stored only as Django's hash."""
+    user, created = get_user_model().objects.get_or_create(username=username, defaults=defaults)
+    if created or new_password:
+        password = secrets.token_urlsafe(12)
+        user.set_password(password)
         user.save()
+        logins[username] = password
+    return user
+
+
+def _account(username: str, display_name: str, logins: dict[str, str], *, new_password: bool) -> Account:
+    user = _login(username, logins, new_password=new_password)
     account, _ = Account.objects.get_or_create(user=user, defaults={"display_name": display_name})
     return account
 
@@ -72,16 +78,14 @@ def _group(name: str, policy: str) -> Group:
     return group
 
 
-def demo_world() -> dict[str, Any]:
+def demo_world(*, new_passwords: bool = False) -> dict[str, Any]:
+    """Create what is missing and answer the handles. ``logins`` holds the passwords set by
+    this run only: those of new logins, or all of them with ``new_passwords``."""
+    logins: dict[str, str] = {}
     with transaction.atomic():
-        User = get_user_model()
-        admin, created = User.objects.get_or_create(
-            username=DEMO_ADMIN, defaults={"is_staff": True, "is_superuser": True}
-        )
-        if created:
-            admin.set_password(demo_password(DEMO_ADMIN))
-            admin.save()
-        accounts = {name: _account(name, display) for name, display in DEMO_PEOPLE.items()}
+        _login(DEMO_ADMIN, logins, new_password=new_passwords, is_staff=True, is_superuser=True)
+        accounts = {name: _account(name, display, logins, new_password=new_passwords)
+                    for name, display in DEMO_PEOPLE.items()}
         alice, bob = accounts["alice"], accounts["bob"]
         extensions = {"alice-ext": _extension(alice, "alice-ext"), "bob-ext": _extension(bob, "bob-ext")}
         groups = {"open-group": _group("open-group", JoinPolicy.OPEN),
@@ -96,7 +100,7 @@ def demo_world() -> dict[str, Any]:
             "bob-logo": account_image_create(owner=bob, name="bob-logo", data=demo_png((512, 512), (20, 120, 230))),
         }
         if DshClient.objects.filter(name=DEMO_CLIENT).exists():
-            _, key = dsh_client_rotate(name=DEMO_CLIENT)
+            _, key = dsh_client_rotate(name=DEMO_CLIENT, reactivate=True)
         else:
             _, key = dsh_client_create(name=DEMO_CLIENT)
     settings.ARKME_WORKSPACE_ROOT.mkdir(parents=True, exist_ok=True)
@@ -109,5 +113,5 @@ def demo_world() -> dict[str, Any]:
         "image_refs": {name: image_ref_for(image) for name, image in logos.items()},
         "workspace_root": str(settings.ARKME_WORKSPACE_ROOT),
         "workspace": DEMO_WORKSPACE,
-        "logins": {name: demo_password(name) for name in (DEMO_ADMIN, *DEMO_PEOPLE)},
+        "logins": logins,
     }

@@ -188,6 +188,8 @@ ARKME_SESSION_IDLE_SECONDS = _env_int("ARKME_SESSION_IDLE_SECONDS", 86400)
 ARKME_ATTACHMENT_MAX_BYTES = _env_int("ARKME_ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024)
 ARKME_MESSAGE_MAX_ATTACHMENTS = _env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)
 ARKME_IDEMPOTENCY_TTL_SECONDS = _env_int("ARKME_IDEMPOTENCY_TTL_SECONDS", 86400)
+# How long the tool-call audit is kept; the periodic prune removes older rows.
+ARKME_AUDIT_RETENTION_DAYS = _env_int("ARKME_AUDIT_RETENTION_DAYS", 365)
 # Where people open invitation links: the public address of this service.
 ARKME_PUBLIC_URL = os.environ.get("ARKME_PUBLIC_URL", "http://127.0.0.1:8000").strip().rstrip("/")
 ARKME_INVITATION_TTL_SECONDS = _env_int("ARKME_INVITATION_TTL_SECONDS", 7 * 86400)
@@ -235,6 +237,7 @@ ARKME_SVG_MEMORY_BYTES = _env_int("ARKME_SVG_MEMORY_BYTES", 512 * 1024 * 1024, m
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "arkme-purge-sessions": {"task": "toolregistry.tasks.purge_sessions", "schedule": 600.0},
+    "arkme-prune-audit": {"task": "toolregistry.tasks.prune_audit", "schedule": 86400.0},
     "arkme-expire-operations": {"task": "galleries.expire_operations", "schedule": 300.0},
     "arkme-blob-gc": {"task": "galleries.collect_garbage", "schedule": 3600.0},
     "arkme-redeliver-messages": {"task": "groups.redeliver_messages", "schedule": 120.0},

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
 from arkme.kernel.admin import ReadOnlyAdminMixin
 
@@ -17,10 +18,14 @@ class ApprovalGrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("created_at", "session", "tool_name", "tool_id", "outcome", "http_status", "duration_ms", "replayed")
+    list_display = ("created_at", "session_public_id", "tool_name", "tool_id", "outcome", "http_status",
+                    "duration_ms", "replayed")
     list_filter = ("tool_name", "outcome", "http_status", "replayed")
-    search_fields = ("session__public_id", "tool_name", "outcome")
+    search_fields = ("session_public_id", "tool_name", "outcome")
     date_hierarchy = "created_at"
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # append-only: retention is `arkme_audit prune`
 
 
 @admin.register(IdempotencyRecord)

@@ -42,9 +42,15 @@ class IdempotencyRecord(models.Model):
 
 
 class ToolCall(models.Model):
-    """The audit of one execute call: what ran and how it ended, never its arguments."""
+    """The audit of one execute call: what ran and how it ended, never its arguments.
 
-    session = models.ForeignKey("conversations.AgentSession", on_delete=models.CASCADE, related_name="tool_calls")
+    Append-only: deleting a session (or its account) keeps the row, which still names the
+    session by its public id; only the retention command (``arkme_audit prune``) removes rows.
+    """
+
+    session = models.ForeignKey("conversations.AgentSession", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="tool_calls")
+    session_public_id = models.CharField(max_length=40, blank=True, default="", db_index=True)
     tool_name = models.CharField(max_length=64)
     tool_id = models.CharField(max_length=80, blank=True, default="")
     outcome = models.CharField(max_length=64, help_text="ok, or the error code.")

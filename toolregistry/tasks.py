@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
 from arkme.conversations.sessions import sessions_purge
 
+from .audit import tool_calls_prune
 from .idempotency import idempotency_purge
 
 
@@ -13,3 +15,9 @@ def purge_sessions() -> int:
     """End idle sessions (and their attachments) and forget expired idempotency keys."""
     idempotency_purge()
     return sessions_purge()
+
+
+@shared_task(name="toolregistry.tasks.prune_audit")
+def prune_audit() -> int:
+    """Keep the tool-call audit for ``ARKME_AUDIT_RETENTION_DAYS``."""
+    return tool_calls_prune(older_than_days=settings.ARKME_AUDIT_RETENTION_DAYS)

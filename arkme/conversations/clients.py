@@ -7,7 +7,7 @@ from typing import Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from arkme.kernel.errors import ErrorCode, InvalidRequest, NotFound
+from arkme.kernel.errors import Conflict, ErrorCode, InvalidRequest, NotFound
 from arkme.kernel.ids import token_digest
 from arkme.kernel.profiles import Profile
 
@@ -41,12 +41,16 @@ def dsh_client_create(*, name: str, profiles: Iterable[str] = ()) -> tuple[DshCl
     return client, key
 
 
-def dsh_client_rotate(*, name: str) -> tuple[DshClient, str]:
-    """Issue a new key for a client, invalidating the old one."""
+def dsh_client_rotate(*, name: str, reactivate: bool = False) -> tuple[DshClient, str]:
+    """Issue a new key for a client, invalidating the old one. A revoked client stays revoked
+    (its new key works only once someone deliberately reactivates it) unless ``reactivate``."""
     with transaction.atomic():
         client = DshClient.objects.select_for_update().filter(name=name).first()
         if client is None:
             raise _no_such_client()
+        if client.revoked_at is not None and not reactivate:
+            raise Conflict("This client is revoked; rotate with reactivate to bring it back.",
+                           code=ErrorCode.CLIENT_REVOKED)
         key = _new_key()
         client.key_prefix, client.key_hash, client.revoked_at = key[:10], token_digest(key), None
         client.save(update_fields=["key_prefix", "key_hash", "revoked_at"])

@@ -39,6 +39,7 @@ class ErrorCode(enum.StrEnum):
     PROFILE_NOT_ALLOWED = "profile_not_allowed"
     CLIENT_EXISTS = "client_exists"
     UNKNOWN_CLIENT = "unknown_client"
+    CLIENT_REVOKED = "client_revoked"
     UNKNOWN_ACCOUNT = "unknown_account"
     UNKNOWN_SESSION = "unknown_session"
     INVALID_WORKSPACE = "invalid_workspace"

@@ -56,3 +56,31 @@ def test_unauthenticated_session_calls_are_401(dsh, world):
 def test_schema_is_public(db):
     response = APIClient().get("/dsh/v1/schema/?format=json")
     assert response.status_code == 200
+
+
+def test_rotating_a_revoked_client_keeps_it_revoked_unless_asked(dsh):
+    from arkme.kernel.errors import Conflict
+
+    dsh_client_revoke(name=dsh.client.name)
+    with pytest.raises(Conflict) as raised:
+        dsh_client_rotate(name=dsh.client.name)
+    assert raised.value.code == "client_revoked"
+    dsh.client.refresh_from_db()
+    assert dsh.client.revoked_at is not None
+    _, key = dsh_client_rotate(name=dsh.client.name, reactivate=True)
+    dsh.api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert dsh.get("catalog").status_code == 200
+
+
+def test_the_rotate_command_refuses_a_revoked_client_without_reactivate(dsh):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    dsh_client_revoke(name=dsh.client.name)
+    with pytest.raises(CommandError, match="revoked"):
+        call_command("arkme_dsh_client", "rotate", dsh.client.name, stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("arkme_dsh_client", "rotate", dsh.client.name, "--reactivate", stdout=out)
+    assert out.getvalue().strip().splitlines()[-1].startswith("dsh_")

@@ -66,3 +66,38 @@ def test_catalog_export_json_and_check():
     assert [t["metadata"]["id"] for t in exported["tools"]][:2] == ["arkme.context@1", "arkme.id.change@1"]
     assert exported["default_profile"] == "business"
     assert "valid" in run("arkme_catalog", "check")
+
+
+def test_the_audit_outlives_its_session_and_is_pruned_only_by_retention(dsh, world):
+    import io
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from arkme.conversations.models import AgentSession
+    from toolregistry.models import ToolCall
+
+    session = dsh.open_session(world.alice)["session"]
+    dsh.execute(session, "arkme_context", {})
+    dsh.execute(session, "arkme_context", {})
+    AgentSession.objects.filter(public_id=session).delete()
+    assert ToolCall.objects.filter(session_public_id=session).count() == 2
+    ToolCall.objects.filter(pk=ToolCall.objects.order_by("pk").first().pk).update(
+        created_at=timezone.now() - timedelta(days=40))
+    out = io.StringIO()
+    call_command("arkme_audit", "prune", "--older-than", "30", stdout=out)
+    assert "Deleted 1 tool call" in out.getvalue()
+    assert ToolCall.objects.count() == 1
+
+
+def test_staff_cannot_delete_audit_rows(staff, dsh, world):
+    from toolregistry.models import ToolCall
+
+    session = dsh.open_session(world.alice)["session"]
+    dsh.execute(session, "arkme_context", {})
+    call = ToolCall.objects.get()
+    assert staff.get(f"/admin/toolregistry/toolcall/{call.pk}/delete/").status_code == 403
+    assert staff.post("/admin/toolregistry/toolcall/", {"action": "delete_selected", "_selected_action": [call.pk]}
+                      ).status_code in (200, 302)
+    assert ToolCall.objects.filter(pk=call.pk).exists()

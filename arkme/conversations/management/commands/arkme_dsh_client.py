@@ -24,6 +24,7 @@ class Command(BaseCommand):
         revoke.add_argument("name")
         rotate = sub.add_parser("rotate", help="Issue a new key, invalidating the old one.")
         rotate.add_argument("name")
+        rotate.add_argument("--reactivate", action="store_true", help="Also bring a revoked client back.")
 
     def handle(self, *args: Any, action: str, **options: Any) -> None:
         try:
@@ -33,7 +34,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"Created DSH client {client.name}. Its key, shown only now:")
                 self.stdout.write(key)
             elif action == "rotate":
-                client, key = dsh_client_rotate(name=options["name"])
+                client, key = dsh_client_rotate(name=options["name"], reactivate=options["reactivate"])
                 self.stdout.write(f"New key for {client.name}, shown only now; the old key no longer works:")
                 self.stdout.write(key)
             elif action == "revoke":
