@@ -234,6 +234,8 @@ ARKME_TASK_WAIT_SECONDS = _env_int("ARKME_TASK_WAIT_SECONDS", 60)
 # The SVG render process: its wall-clock deadline per render and its address-space budget.
 ARKME_SVG_TIMEOUT_SECONDS = _env_int("ARKME_SVG_TIMEOUT_SECONDS", 10)
 ARKME_SVG_MEMORY_BYTES = _env_int("ARKME_SVG_MEMORY_BYTES", 512 * 1024 * 1024, minimum=64 * 1024 * 1024)
+# Render processes per web or worker process: a hostile SVG at its deadline holds one of them.
+ARKME_SVG_RENDER_PROCESSES = _env_int("ARKME_SVG_RENDER_PROCESSES", 2)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "arkme-purge-sessions": {"task": "toolregistry.tasks.purge_sessions", "schedule": 600.0},

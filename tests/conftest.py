@@ -189,3 +189,17 @@ def pytest_sessionfinish(session, exitstatus):
     figure_store.add("leak_responses_scanned", LEDGER.scanned)
     figure_store.add("leaks_found", LEDGER.found)
     figure_store.write(Path(__file__).resolve().parent.parent / "var" / "reliability.json")
+
+
+@pytest.fixture(autouse=True)
+def stored_pngs_decode_strictly(_isolated_storage, figures):
+    """Every PNG a test stored as a blob decodes with a second, strict decoder (pypng), not
+    only with Pillow, which stops at the last row."""
+    yield
+    import png as pypng
+
+    for path in (_isolated_storage / "blobs").rglob("*"):
+        if path.is_file() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n":
+            width, height, rows, _ = pypng.Reader(bytes=path.read_bytes()).read()
+            assert sum(1 for _ in rows) == height, path.name
+            figures.add("stored_pngs_decoded_strictly")

@@ -87,6 +87,7 @@ class ErrorCode(enum.StrEnum):
     IMAGE_DIMENSIONS = "image_dimensions"
     IMAGE_TOO_LARGE = "image_too_large"
     ANIMATED_IMAGE = "animated_image"
+    IMAGE_TOO_COMPLEX = "image_too_complex"
     UNSAFE_SVG = "unsafe_svg"
     SVG_RENDER_FAILED = "svg_render_failed"
     BLOB_CORRUPTED = "blob_corrupted"

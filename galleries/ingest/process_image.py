@@ -4,7 +4,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from .raster import png_image_chunks, process_raster, sniff
+from .png_stream import png_image_chunks
+from .raster import process_raster, sniff
 from .svg_render import render_png_via_task
 from .svg_sanitise import sanitise_svg
 

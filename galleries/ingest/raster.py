@@ -5,35 +5,38 @@ limit, turned upright by its EXIF orientation, measured, converted to sRGB, and 
 again without any metadata (EXIF, XMP, text chunks, ICC profile, comments): a user's GPS
 position must not reach a public gallery.
 
-A PNG that is already upright and has no colour profile needs no new pixels: it is stored
-as its image chunks alone (header, palette, transparency, image data), every other chunk
-left out. Encoding a PNG costs eight times its decoding, and the stored bytes are then
-exactly the pixels the user gave.
+A PNG that is already upright and has no colour profile needs no new pixels: once
+``png_stream`` has proven that its chunks hold exactly its pixels, it is stored as those
+chunks alone. Encoding a PNG costs eight times its decoding.
+
+Decoding is bounded before it starts: the header's dimensions against the pixel limit (so
+memory), and a JPEG's number of scans (so time: libjpeg walks every block of the image for
+each scan of a progressive JPEG, and a few kilobytes can hold thousands of empty scans). PNG,
+WebP and GIF decode in time linear in their pixels, which the pixel limit bounds.
 """
 from __future__ import annotations
 
 import io
 import warnings
-import zlib
 
 from PIL import ExifTags, Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from arkme.kernel.errors import ContentRejected, ErrorCode
 from arkme.kernel.text import size_text
 
+from .png_stream import PNG_SIGNATURE, png_image_chunks
+
 MAX_SOURCE_BYTES = 5 * 1024 * 1024
 MAX_STORED_BYTES = 5 * 1024 * 1024
 MIN_SIDE = 320
 MAX_SIDE = 4096
 MAX_PIXELS = MAX_SIDE * MAX_SIDE
+# A progressive JPEG has about ten scans; encoders that optimise scans stay well under 64.
+MAX_JPEG_SCANS = 64
+# Markers without a length: TEM, RST0-7, SOI, EOI.
+_STANDALONE = frozenset({0x01, *range(0xD0, 0xD8), 0xD8, 0xD9})
 
 PILLOW_FORMATS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "gif": "GIF"}
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# The chunks that are the image itself; a kept PNG has these and nothing else.
-_PNG_IMAGE_CHUNKS = frozenset({b"IHDR", b"PLTE", b"tRNS", b"IDAT", b"IEND"})
-# Animation chunks: such a PNG is decoded and encoded again instead. (A colour profile or
-# an orientation is found by decoding, in process_raster, which then converts.)
-_PNG_CONVERT_CHUNKS = frozenset({b"acTL", b"fcTL", b"fdAT"})
 _SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
 
 
@@ -46,7 +49,7 @@ class ImageRejected(ContentRejected):
 
 def sniff(data: bytes, field: str | None = None) -> str:
     """png, jpeg, webp, gif or svg, from the leading bytes; anything else is refused."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+    if data.startswith(PNG_SIGNATURE):
         return "png"
     if data.startswith(b"\xff\xd8\xff"):
         return "jpeg"
@@ -64,31 +67,49 @@ def sniff(data: bytes, field: str | None = None) -> str:
     )
 
 
-def png_image_chunks(data: bytes) -> bytes | None:
-    """The PNG with only its image chunks, each with a valid checksum; or None when it must
-    be decoded and encoded again (animation, an unknown critical chunk, a bad checksum, a
-    missing header or end). Bytes after the end are dropped."""
-    if not data.startswith(PNG_SIGNATURE):
-        return None
-    view = memoryview(data)
-    kept: list[bytes | memoryview] = [PNG_SIGNATURE]
-    position, first = len(PNG_SIGNATURE), True
-    while position + 12 <= len(data):
-        length = int.from_bytes(view[position:position + 4], "big")
-        kind = bytes(view[position + 4:position + 8])
-        end = position + 12 + length
-        if end > len(data) or (first and kind != b"IHDR") or kind in _PNG_CONVERT_CHUNKS:
+def jpeg_scans(data: bytes) -> int | None:
+    """How many scans (SOS markers) a JPEG holds, walking its markers and skipping entropy-coded
+    data (where 0xFF is always followed by 0x00 or a restart marker); None when malformed."""
+    view, position, scans, size = memoryview(data), 2, 0, len(data)
+    while position + 1 < size:
+        if view[position] != 0xFF:
             return None
-        if kind in _PNG_IMAGE_CHUNKS:
-            if zlib.crc32(view[position + 4:end - 4]) != int.from_bytes(view[end - 4:end], "big"):
+        marker = view[position + 1]
+        if marker == 0xFF:  # fill bytes before a marker
+            position += 1
+            continue
+        if marker == 0xD9:
+            return scans
+        if marker in _STANDALONE:
+            position += 2
+            continue
+        if position + 4 > size:
+            return None
+        position += 2 + int.from_bytes(view[position + 2:position + 4], "big")
+        if marker != 0xDA:
+            continue
+        scans += 1
+        if scans > MAX_JPEG_SCANS:
+            return scans
+        # Entropy-coded data runs to the next marker that is not stuffing or a restart.
+        while True:
+            position = data.find(b"\xff", position)
+            if position < 0 or position + 1 >= size:
                 return None
-            kept.append(view[position:end])
-            if kind == b"IEND":
-                return b"".join(kept)
-        elif not kind[0] & 0x20:  # an upper-case first letter: a critical chunk this code does not know
-            return None
-        position, first = end, False
+            following = view[position + 1]
+            if following == 0x00 or 0xD0 <= following <= 0xD7:
+                position += 2
+                continue
+            break
     return None
+
+
+def _check_decode_cost(data: bytes, fmt: str, field: str | None) -> None:
+    if fmt == "jpeg":
+        scans = jpeg_scans(data)
+        if scans is not None and scans > MAX_JPEG_SCANS:
+            raise ImageRejected(ErrorCode.IMAGE_TOO_COMPLEX,
+                                f"A JPEG may have at most {MAX_JPEG_SCANS} scans.", field)
 
 
 def _to_srgb(image: Image.Image, field: str | None) -> Image.Image:
@@ -137,6 +158,7 @@ def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[byt
             # Refuse before decoding: the header alone says how much memory the pixels take.
             if width > MAX_SIDE or height > MAX_SIDE or width * height > MAX_PIXELS:
                 raise ImageRejected(ErrorCode.IMAGE_DIMENSIONS, f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
+            _check_decode_cost(data, fmt, field)
             if getattr(image, "n_frames", 1) > 1 or getattr(image, "is_animated", False):
                 raise ImageRejected(ErrorCode.ANIMATED_IMAGE, "Animated images are not accepted.", field)
             image.load()

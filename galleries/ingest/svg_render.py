@@ -2,7 +2,8 @@
 address-space limit: cairosvg can spin for minutes, or allocate without bound, on a tiny
 input (a circle of radius 1e30), and neither may take a web or worker process with it.
 
-Each process keeps one render process (``galleries.ingest.svg_render_worker``), started on first use:
+Each process keeps a small pool of render processes (``galleries.ingest.svg_render_worker``,
+``ARKME_SVG_RENDER_PROCESSES`` of them), each started on first use:
 it runs under its own address-space limit, is killed when a render passes its deadline, is
 replaced after any failure, and is recycled after ``RECYCLE_AFTER`` renders. A render process
 that lives on keeps cairosvg's caches warm; one per render would start cold each time.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -105,15 +107,41 @@ class _Renderer:
             return png
 
 
-_renderer = _Renderer()
+class _Pool:
+    """A few render processes, so one hostile SVG running to its deadline holds up one slot,
+    not every render in this process. Each slot is one render process, used by one render at
+    a time; a render waits for a free slot."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.renderers: list[_Renderer] = []
+        self.free: queue.Queue[_Renderer] = queue.Queue()
+
+    def _grow_to(self, size: int) -> None:
+        with self.lock:
+            while len(self.renderers) < size:
+                renderer = _Renderer()
+                self.renderers.append(renderer)
+                self.free.put(renderer)
+
+    def render(self, svg: bytes, width: int, height: int, timeout: float, memory: int) -> bytes:
+        self._grow_to(settings.ARKME_SVG_RENDER_PROCESSES)
+        renderer = self.free.get()
+        try:
+            return renderer.render(svg, width, height, timeout, memory)
+        finally:
+            self.free.put(renderer)
+
+
+_pool = _Pool()
 
 
 def render_png(svg: bytes, width: int, height: int, *, timeout: float | None = None,
                memory: int | None = None) -> bytes:
     """PNG bytes of ``svg`` at ``width``×``height``, or ``RenderFailed``."""
-    return _renderer.render(svg, width, height,
-                            settings.ARKME_SVG_TIMEOUT_SECONDS if timeout is None else timeout,
-                            settings.ARKME_SVG_MEMORY_BYTES if memory is None else memory)
+    return _pool.render(svg, width, height,
+                        settings.ARKME_SVG_TIMEOUT_SECONDS if timeout is None else timeout,
+                        settings.ARKME_SVG_MEMORY_BYTES if memory is None else memory)
 
 
 def _render_base64(svg: str, width: int, height: int) -> str:

@@ -3,7 +3,7 @@ one request after another from stdin to stdout. Its caller kills it at a render'
 starts a fresh one after any failure, so a hostile input can cost one render process, never a
 web or worker process.
 
-Run as ``python -m galleries.svg_renderer MEMORY_BYTES``. Framing:
+Run as ``python -m galleries.ingest.svg_render_worker MEMORY_BYTES``. Framing:
 ready:    one byte R, once started and limited
 request:  !IIQ  width, height, svg length; then the svg
 response: !BQ   status (0 ok, 1 failed), png length; then the png

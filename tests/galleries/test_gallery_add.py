@@ -294,7 +294,7 @@ def test_confirm_keeps_a_clean_png_again_without_decoding_it(gs, monkeypatch):
 
     from PIL import Image
 
-    from galleries.ingest.raster import png_image_chunks
+    from galleries.ingest.png_stream import png_image_chunks
 
     clean, turned = images.png_with_metadata(), images.png_with_exif_orientation()
     body = result(gs.prepare(source="workspace", workspace_paths=[gs.write("clean.png", clean),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageFile
 
 from galleries.ingest.process_image import process_image
 from galleries.ingest.raster import ImageRejected, process_raster, sniff
@@ -138,7 +138,7 @@ def test_png_with_a_colour_profile_is_converted_not_kept(monkeypatch):
 
 @pytest.mark.parametrize("damage", ["idat_checksum", "unknown_critical_chunk", "no_end", "animation", "header_not_first"])
 def test_pngs_that_cannot_be_kept_as_they_are(damage):
-    from galleries.ingest.raster import png_image_chunks
+    from galleries.ingest.png_stream import png_image_chunks
 
     data = images.png((400, 400))
     assert png_image_chunks(data) is not None
@@ -157,7 +157,7 @@ def test_pngs_that_cannot_be_kept_as_they_are(damage):
 
 
 def test_unknown_ancillary_chunks_are_dropped():
-    from galleries.ingest.raster import png_image_chunks
+    from galleries.ingest.png_stream import png_image_chunks
 
     data = images.png_with_chunk(images.png((400, 400)), images.png_chunk(b"prVt", b"private data"))
     assert b"private data" not in png_image_chunks(data)
@@ -169,3 +169,44 @@ def test_an_upright_exif_is_dropped_without_encoding_again(monkeypatch):
     monkeypatch.setattr(imaging, "_encode", lambda image, fmt: pytest.fail("encoded again"))
     clean, width, height = process_raster(images.png_with_exif_orientation((600, 400), orientation=1), "png")
     assert (width, height) == (600, 400) and b"eXIf" not in clean
+
+
+def scan_flood(scans: int = 3000) -> bytes:
+    """A valid progressive JPEG whose last scan is repeated thousands of times: tens of
+    kilobytes that libjpeg walks the whole image for, scan after scan."""
+    out = io.BytesIO()
+    Image.new("RGB", (2048, 2048), (90, 90, 90)).save(out, "JPEG", progressive=True, quality=50)
+    data = out.getvalue()
+    last_scan = data.rindex(b"\xff\xda")
+    return data[:-2] + data[last_scan:-2] * scans + b"\xff\xd9"
+
+
+def test_a_jpeg_scan_flood_is_refused_before_it_is_decoded(monkeypatch, figures):
+    from galleries.ingest.raster import MAX_JPEG_SCANS, jpeg_scans
+
+    data = scan_flood()
+    assert jpeg_scans(data) > MAX_JPEG_SCANS
+    monkeypatch.setattr(Image.Image, "load", lambda self: pytest.fail("decoded a scan flood"))
+    monkeypatch.setattr(ImageFile.ImageFile, "load", lambda self: pytest.fail("decoded a scan flood"))
+    with pytest.raises(ImageRejected) as refused:
+        process_raster(data, "jpeg", "workspace_paths[0]")
+    assert refused.value.code == "image_too_complex" and refused.value.http_status == 422
+    figures.add("decode_bound_trips")
+
+
+def test_an_ordinary_progressive_jpeg_is_within_the_scan_limit():
+    out = io.BytesIO()
+    Image.new("RGB", (640, 480), (10, 200, 30)).save(out, "JPEG", progressive=True)
+    from galleries.ingest.raster import jpeg_scans
+
+    assert 1 < jpeg_scans(out.getvalue()) <= 12
+    assert process_raster(out.getvalue(), "jpeg")[1:] == (640, 480)
+
+
+def test_the_scan_count_skips_marker_bytes_inside_headers_and_entropy_data():
+    from galleries.ingest.raster import jpeg_scans
+
+    out = io.BytesIO()
+    # Noise gives entropy-coded data full of stuffed 0xFF 0x00 pairs; EXIF text holds FF DA.
+    Image.effect_noise((400, 400), 80).convert("RGB").save(out, "JPEG", exif=b"Exif\x00\x00" + b"\xff\xda" * 50)
+    assert jpeg_scans(out.getvalue()) == 1

@@ -34,3 +34,16 @@ def test_sanitised_output_drops_comments_and_instructions():
     data = b'<?xml version="1.0"?><!-- hidden --><?pi x?>' + svg('<!-- c --><rect width="1" height="1"/>')
     clean = sanitise_svg(data).data
     assert b"hidden" not in clean and b"<!--" not in clean and b"<?pi" not in clean
+
+
+@pytest.mark.parametrize("data", [
+    svg("<zzmarkerzz/>"),
+    svg('<rect width="1" height="1" zzmarkerzz="1"/>'),
+    svg('<rect width="1" height="1" fill="zzmarkerzz"/>'),
+    svg('<rect width="1" height="1" transform="zzmarkerzz(1)"/>'),
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 400 400"><x:zzmarkerzz xmlns:x="urn:zzmarkerzz"/></svg>',
+])
+def test_refusals_never_repeat_attacker_chosen_text(data):
+    with pytest.raises(ImageRejected) as refused:
+        sanitise_svg(data)
+    assert "zzmarkerzz" not in str(refused.value.as_envelope())
