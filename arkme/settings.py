@@ -111,10 +111,15 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
-    # Writers wait for the lock instead of failing at once; WAL lets readers go on.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
-    )
+    # Concurrent requests on the embedded default: WAL lets readers go on beside a writer, a
+    # writer waits for the lock (busy timeout) instead of failing, and every transaction takes
+    # the write lock when it begins (IMMEDIATE), so none fails upgrading a read lock midway,
+    # which SQLite answers at once with "database is locked" whatever the timeout.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    })
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Parameters bound by the server let psycopg prepare a statement after its fifth run on
     # a connection, so the hot reads (the session, the candidates) are planned once per
