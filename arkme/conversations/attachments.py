@@ -14,8 +14,9 @@ def attachment_store() -> ObjectStore:
     return object_store("blobs")
 
 
-def attachment_key(session_public_id: str, message_pk: int, index: int) -> str:
-    return f"{CAPTURED_PREFIX}{session_public_id}/{message_pk}/{index}"
+def attachment_key(session_public_id: str, batch: str, index: int) -> str:
+    """Where the ``index``-th file of one message (a random ``batch``) of a session lives."""
+    return f"{CAPTURED_PREFIX}{session_public_id}/{batch}/{index}"
 
 
 def sha256_of(stream: IO[bytes]) -> tuple[str, int]:

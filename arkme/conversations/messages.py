@@ -1,6 +1,7 @@
 """Recording the signed-in human's latest direct message and its attachments."""
 from __future__ import annotations
 
+import secrets
 from typing import Sequence
 
 from django.conf import settings
@@ -19,29 +20,31 @@ def _duplicate() -> Conflict:
 
 def message_record(*, session: AgentSession, message_id: str, text: str,
                    attachments: Sequence[UploadedFile] = ()) -> Message:
-    """Store the attachments first, then the rows; a failure on either side leaves nothing."""
+    """Upload the attachments first, then record the message and its rows in one short
+    transaction (no connection waits idle in a transaction during an upload); a failure on
+    either side removes what was uploaded and leaves nothing."""
     if len(attachments) > settings.ARKME_MESSAGE_MAX_ATTACHMENTS:
         raise InvalidRequest("Too many attachments.", code=ErrorCode.TOO_MANY_ATTACHMENTS,
                              details={"fields": ["attachments"]})
     if Message.objects.filter(session=session, message_id=message_id).exists():
         raise _duplicate()
     store = attachment_store()
+    batch = secrets.token_hex(8)  # the message has no primary key yet; keys must not collide
     stored: list[str] = []
+    rows: list[CapturedAttachment] = []
     try:
+        for index, upload in enumerate(attachments, start=1):
+            key = attachment_key(session.public_id, batch, index)
+            digest, size = sha256_of(upload)
+            if not store.put_if_absent(key, upload):
+                raise StorageUnavailable()  # a random key is never taken: the store misbehaves
+            stored.append(key)
+            rows.append(CapturedAttachment(index=index, storage_key=key, sha256=digest, size=size,
+                                           content_type=(upload.content_type or "")[:100]))
         with transaction.atomic(durable=True):
             message = Message.objects.create(session=session, message_id=message_id, text=text)
-            rows = []
-            for index, upload in enumerate(attachments, start=1):
-                key = attachment_key(session.public_id, message.pk, index)
-                digest, size = sha256_of(upload)
-                if not store.put_if_absent(key, upload):
-                    # The key is unique per message and index: something stale sits there.
-                    raise StorageUnavailable()
-                stored.append(key)
-                rows.append(CapturedAttachment(
-                    message=message, index=index, storage_key=key, sha256=digest, size=size,
-                    content_type=(upload.content_type or "")[:100],
-                ))
+            for row in rows:
+                row.message = message
             CapturedAttachment.objects.bulk_create(rows)
     except IntegrityError as exc:
         delete_attachments(stored)

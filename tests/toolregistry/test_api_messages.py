@@ -131,3 +131,30 @@ def test_purge_removes_attachments_of_expired_sessions(dsh, session, settings, d
         call_command("arkme_sessions", "purge")
     assert not storages["blobs"].exists(key)
     assert AgentSession.objects.get().closed_at is not None
+
+
+def test_attachments_are_uploaded_before_the_transaction_that_records_the_message(dsh, session, monkeypatch):
+    from django.db import connection
+
+    from arkme.kernel.storage import LocalObjectStore
+
+    in_transaction = []
+    real_put = LocalObjectStore._put
+
+    def watching_put(self, key, data):
+        # pytest-django wraps each test in one atomic block; the service must add none around uploads.
+        in_transaction.append(len(connection.atomic_blocks))
+        return real_put(self, key, data)
+
+    monkeypatch.setattr(LocalObjectStore, "_put", watching_put)
+    baseline = len(connection.atomic_blocks)
+    files = [upload("a.png", b"a"), upload("b.png", b"b")]
+    assert post_multipart(dsh, session, {"id": "m1", "attachments": files}).status_code == 201
+    assert in_transaction == [baseline, baseline]
+
+
+def test_a_duplicate_message_id_removes_what_it_uploaded(dsh, session, _isolated_storage):
+    post_multipart(dsh, session, {"id": "m1", "attachments": [upload("a.png", b"a")]})
+    response = post_multipart(dsh, session, {"id": "m1", "attachments": [upload("b.png", b"b")]})
+    assert response.status_code == 409
+    assert len([p for p in (_isolated_storage / "captured").rglob("*") if p.is_file()]) == 1
