@@ -8,19 +8,16 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib import admin
-from django.db.models import Count
-from django.http import FileResponse, Http404
+from django.http import Http404, HttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from arkme.kernel.admin import ReadOnlyAdminMixin
+from arkme.kernel.admin import ReadOnlyAdminMixin, related_count
 
-from .blobs.storage import blob_key, blob_store
+from .blobs.services import blob_thumbnail
 from .models import AccountImage, Blob, Extension, Gallery, GalleryHistory, GalleryItem, PendingOperation
 from .services.gallery_add import operations_expire
-
-CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "gif": "image/gif"}
 
 
 def thumbnail(blob: Blob, size: int = 96) -> str:
@@ -36,7 +33,8 @@ class ExtensionAdmin(admin.ModelAdmin):
     readonly_fields = ("public_id", "created_at", "gallery_revision", "gallery_preview")
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("owner", "gallery").annotate(_items=Count("gallery__items"))
+        return super().get_queryset(request).select_related("owner", "gallery").annotate(
+            _items=related_count(GalleryItem, "gallery__extension"))
 
     @admin.display(description="images", ordering="_items")
     def gallery_size(self, obj):
@@ -66,6 +64,9 @@ class GalleryItemInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None):
         return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("blob")
 
     @admin.display(description="image")
     def preview(self, obj):
@@ -144,8 +145,8 @@ class BlobAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     readonly_fields = ("sha256", "preview", "format", "width", "height", "size", "references", "created_at")
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            _items=Count("gallery_items", distinct=True), _images=Count("account_images", distinct=True))
+        return super().get_queryset(request).annotate(_items=related_count(GalleryItem, "blob"),
+                                                      _images=related_count(AccountImage, "blob"))
 
     @admin.display(description="sha256")
     def short_sha(self, obj):
@@ -166,14 +167,16 @@ class BlobAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         ]
 
     def image_view(self, request, pk: int):
-        blob = Blob.objects.filter(pk=pk).first()
-        if blob is None:
+        """The blob's thumbnail, made once and cached in storage: a page of thumbnails never
+        streams the originals."""
+        sha = Blob.objects.filter(pk=pk).values_list("sha256", flat=True).first()
+        if sha is None:
             raise Http404
         try:
-            handle = blob_store().open(blob_key(blob.sha256))
+            data = blob_thumbnail(sha)
         except FileNotFoundError as exc:
             raise Http404 from exc
-        response = FileResponse(handle, content_type=CONTENT_TYPES.get(blob.format, "application/octet-stream"))
+        response = HttpResponse(data, content_type="image/png")
         response["Cache-Control"] = "private, max-age=3600"
         response["X-Content-Type-Options"] = "nosniff"
         return response

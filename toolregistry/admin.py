@@ -1,11 +1,15 @@
 """Staff pages for approvals, idempotency records and the call audit. Secrets are never shown."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from arkme.kernel.admin import ReadOnlyAdminMixin
+from arkme.kernel.admin import EstimatedCountPaginator, ReadOnlyAdminMixin
 
+from .catalog import CATALOG
 from .models import ApprovalGrant, IdempotencyRecord, ToolCall
 
 
@@ -16,13 +20,52 @@ class ApprovalGrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     exclude = ("token_hash", "arguments_digest")
 
 
+class _FixedChoiceFilter(admin.SimpleListFilter):
+    """Choices known without reading the table: the audit can hold millions of rows, and a
+    field filter would scan them all for their distinct values on every page."""
+
+    options: tuple[tuple[str, str], ...] = ()
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> tuple[tuple[str, str], ...]:
+        return self.options
+
+
+class ToolFilter(_FixedChoiceFilter):
+    title = "tool"
+    parameter_name = "tool"
+    options = tuple((module.METADATA.name, module.METADATA.name) for module in CATALOG.modules)
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(tool_name=self.value()) if self.value() else queryset
+
+
+class OutcomeFilter(_FixedChoiceFilter):
+    title = "outcome"
+    parameter_name = "outcome"
+    options = (("ok", "ok"), ("errors", "errors only"), ("refused", "refused (4xx)"),
+               ("failed", "failed (5xx)"))
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == "ok":
+            return queryset.filter(http_status__lt=400)
+        if value == "errors":
+            return queryset.filter(http_status__gte=400)
+        if value == "refused":
+            return queryset.filter(http_status__gte=400, http_status__lt=500)
+        if value == "failed":
+            return queryset.filter(http_status__gte=500)
+        return queryset
+
+
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "session_public_id", "tool_name", "tool_id", "outcome", "http_status",
                     "duration_ms", "replayed")
-    list_filter = ("tool_name", "outcome", "http_status", "replayed")
-    search_fields = ("session_public_id", "tool_name", "outcome")
-    date_hierarchy = "created_at"
+    list_filter = (ToolFilter, OutcomeFilter, "replayed")
+    search_fields = ("=session_public_id", "=tool_name", "=outcome")
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False  # append-only: retention is `arkme_audit prune`

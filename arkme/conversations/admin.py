@@ -7,8 +7,9 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
+from django.urls import reverse
 
-from arkme.kernel.admin import ReadOnlyAdminMixin
+from arkme.kernel.admin import RECENT_ROWS, EstimatedCountPaginator, ReadOnlyAdminMixin, recent_rows
 
 from .clients import dsh_client_create, dsh_clients_revoke
 from .models import AgentSession, DshClient, Message
@@ -38,13 +39,13 @@ class DshClientAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {dsh_clients_revoke(queryset)} client key(s).")
 
 
-class MessageInline(admin.TabularInline):
-    model = Message
-    fields = ("message_id", "text", "recorded_at")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = False
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("session", "message_id", "text", "recorded_at")
+    list_select_related = ("session",)
+    search_fields = ("session__public_id", "message_id")
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
 
 
 @admin.register(AgentSession)
@@ -53,7 +54,16 @@ class AgentSessionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                     "last_seen_at", "closed_at")
     list_filter = ("profile", "attachments_mounted", "client", ("closed_at", admin.EmptyFieldListFilter))
     search_fields = ("public_id", "account__display_name", "account__public_id")
-    inlines = [MessageInline]
+    readonly_fields = ("latest_messages",)
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+
+    @admin.display(description="latest messages")
+    def latest_messages(self, obj: AgentSession) -> str:
+        rows = obj.messages.order_by("-id")[:RECENT_ROWS]
+        return recent_rows([(m.message_id, m.text, m.recorded_at) for m in rows], ("id", "text", "recorded"),
+                           more_url=reverse("admin:conversations_message_changelist") + f"?session__id__exact={obj.pk}",
+                           more_label="All messages of this session")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).select_related("client", "account")

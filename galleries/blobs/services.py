@@ -13,8 +13,9 @@ from django.utils import timezone
 from arkme.kernel.tasking import enqueue, wait
 
 from ..ingest.process_image import ProcessedImage, sha256_hex
+from ..ingest.thumbnail import THUMBNAIL_SIDE, make_thumbnail
 from ..models import AccountImage, Blob, GalleryItem
-from .storage import BLOB_PREFIX, STAGING_PREFIX, blob_key, blob_store, staging_key
+from .storage import BLOB_PREFIX, STAGING_PREFIX, THUMBNAIL_PREFIX, blob_key, blob_store, staging_key, thumbnail_key
 from .tasks import store_blob
 
 GC_GRACE = timedelta(hours=1)
@@ -52,6 +53,20 @@ def blobs_store_staged(images: Sequence[StagedImage], *, timeout: float | None =
 def blobs_store_missing(images: Sequence[ProcessedImage], *, timeout: float | None = None) -> int:
     """Stage and store images held in memory (the account library, tests)."""
     return blobs_store_staged([blob_stage(image) for image in images], timeout=timeout)
+
+
+def blob_thumbnail(sha256: str, side: int = THUMBNAIL_SIDE) -> bytes:
+    """The blob's small rendition, made on first use and kept in storage (content-addressed
+    like the blob, so it is never stale); ``FileNotFoundError`` when the blob is missing."""
+    store = blob_store()
+    key = thumbnail_key(sha256, side)
+    try:
+        return store.read(key)
+    except FileNotFoundError:
+        pass
+    data = make_thumbnail(store.read(blob_key(sha256)), side)
+    store.put_if_absent(key, data)
+    return data
 
 
 @dataclass
@@ -92,6 +107,11 @@ def blobs_collect_garbage(*, dry_run: bool = False, grace: timedelta = GC_GRACE)
     for key, modified in store.keys(STAGING_PREFIX):
         if modified < cutoff:
             report.staging.append(key)
+    for key, modified in store.keys(THUMBNAIL_PREFIX):
+        # thumbs/ab/<sha>-<side>.png: a rendition of a blob that is gone.
+        sha = key.rsplit("/", 1)[-1].split("-", 1)[0]
+        if sha not in known and modified < cutoff:
+            report.orphans.append(key)
     if not dry_run:
         store.delete_quietly(report.orphans + report.staging)
     return report

@@ -10,6 +10,7 @@ from arkme.kernel.storage import ObjectStore, object_store
 
 BLOB_PREFIX = "blobs/"
 STAGING_PREFIX = "staging/"
+THUMBNAIL_PREFIX = "thumbs/"
 
 
 def blob_key(sha256: str) -> str:
@@ -18,6 +19,10 @@ def blob_key(sha256: str) -> str:
 
 def staging_key(sha256: str) -> str:
     return f"{STAGING_PREFIX}{sha256}"
+
+
+def thumbnail_key(sha256: str, side: int) -> str:
+    return f"{THUMBNAIL_PREFIX}{sha256[:2]}/{sha256}-{side}.png"
 
 
 def blob_store() -> ObjectStore:

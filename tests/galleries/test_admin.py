@@ -23,7 +23,18 @@ def test_extension_page_shows_its_gallery_as_thumbnails(staff, gs, world):
     assert "blobs/" not in page and "X-Amz" not in page  # no object keys or signed URLs
     response = staff.get(f"/admin/galleries/blob/{blobs[0].pk}/image/")
     assert response.status_code == 200 and response["Content-Type"] == "image/png"
-    assert Image.open(io.BytesIO(b"".join(response.streaming_content))).size == (400, 400)
+    assert Image.open(io.BytesIO(response.content)).size == (128, 128)  # a rendition, not the original
+
+
+def test_a_thumbnail_is_made_once_and_then_read_from_storage(staff, gs, monkeypatch, _isolated_storage):
+    from galleries.blobs import services
+
+    gs.add_confirmed(gs.write_many(1))
+    blob = Blob.objects.get()
+    first = staff.get(f"/admin/galleries/blob/{blob.pk}/image/").content
+    assert [p.name for p in (_isolated_storage / "thumbs").rglob("*.png")] == [f"{blob.sha256}-128.png"]
+    monkeypatch.setattr(services, "make_thumbnail", lambda *a: pytest.fail("made again"))
+    assert staff.get(f"/admin/galleries/blob/{blob.pk}/image/").content == first
 
 
 def test_thumbnails_are_for_staff_only(gs, db):
