@@ -75,6 +75,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "arkme.kernel.budget.RequestBudgetMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -235,7 +236,19 @@ if os.environ.get("CELERY_BROKER_TRANSPORT_OPTIONS", "").strip():
         CELERY_BROKER_TRANSPORT_OPTIONS.update(json.loads(os.environ["CELERY_BROKER_TRANSPORT_OPTIONS"]))
     except (ValueError, TypeError) as exc:
         raise ImproperlyConfigured("CELERY_BROKER_TRANSPORT_OPTIONS must be a JSON object") from exc
-ARKME_TASK_WAIT_SECONDS = _env_int("ARKME_TASK_WAIT_SECONDS", 60)
+# An unreachable broker or result store is a 503 within about two seconds, not a request
+# that retries until the web worker is killed.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 10
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
+    "retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5},
+}
+ARKME_TASK_WAIT_SECONDS = _env_int("ARKME_TASK_WAIT_SECONDS", 20)
+# One request's total wait for tasks (renders, stores): below the web worker's timeout
+# (gunicorn.conf.py: 30 s), so a slow queue is a 503 in the contract's envelope, never a
+# killed worker and a dropped connection.
+ARKME_REQUEST_BUDGET_SECONDS = _env_int("ARKME_REQUEST_BUDGET_SECONDS", 25)
 # The SVG render process: its wall-clock deadline per render and its address-space budget.
 ARKME_SVG_TIMEOUT_SECONDS = _env_int("ARKME_SVG_TIMEOUT_SECONDS", 10)
 ARKME_SVG_MEMORY_BYTES = _env_int("ARKME_SVG_MEMORY_BYTES", 512 * 1024 * 1024, minimum=64 * 1024 * 1024)

@@ -14,6 +14,7 @@ from celery.result import AsyncResult, EagerResult
 from django.conf import settings
 from kombu.exceptions import OperationalError
 
+from .budget import remaining
 from .errors import ArkmeError, QueueUnavailable, error_from_answer
 
 logger = logging.getLogger(__name__)
@@ -39,19 +40,25 @@ def enqueue(task: Task, *args: Any) -> AsyncResult | EagerResult:
         return task.apply(args=args)
     try:
         return task.apply_async(args=args, retry=False)
-    except (OperationalError, OSError) as exc:
+    except (OperationalError, OSError, RuntimeError) as exc:
+        # RuntimeError: Celery's Redis result store gave up reconnecting (its retry policy).
         logger.warning("broker unavailable: %s", exc)
         raise QueueUnavailable() from exc
 
 
 def wait(result: AsyncResult | EagerResult, *, timeout: float) -> Any:
+    """The task's answer, waiting at most ``timeout`` and never past the request's budget."""
+    allowed = remaining(timeout)
+    if allowed <= 0:
+        logger.warning("the request's wait budget is spent; task %s is not waited for", getattr(result, "id", "?"))
+        raise QueueUnavailable("The task queue is slow; try again.")
     try:
-        answer = result.get(timeout=timeout, propagate=True, disable_sync_subtasks=False)
+        answer = result.get(timeout=allowed, propagate=True, disable_sync_subtasks=False)
     except CeleryTimeout as exc:
         logger.warning("task %s did not finish within %ss", getattr(result, "id", "?"), timeout)
         raise QueueUnavailable("The task did not finish in time; try again.") from exc
-    except (OperationalError, OSError) as exc:
-        logger.warning("result backend unavailable: %s", exc)
+    except (OperationalError, OSError, RuntimeError) as exc:
+        logger.warning("result backend unavailable: %s", type(exc).__name__)
         raise QueueUnavailable() from exc
     return _unwrap(answer)
 

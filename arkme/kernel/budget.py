@@ -1,0 +1,34 @@
+"""One total wait budget per request for everything it waits on (task answers).
+
+The web worker is killed at its timeout (gunicorn.conf.py); a request that waited on a slow
+queue past it would leave the client a dropped connection. Every wait takes what is left of
+the request's budget instead of its own full timeout, and none starts once it is spent.
+"""
+from __future__ import annotations
+
+import contextvars
+import time
+from typing import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("arkme_request_deadline", default=None)
+
+
+def remaining(limit: float) -> float:
+    """The seconds a wait may take now: ``limit``, cut to what the request has left."""
+    deadline = _deadline.get()
+    return limit if deadline is None else min(limit, deadline - time.monotonic())
+
+
+class RequestBudgetMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        token = _deadline.set(time.monotonic() + settings.ARKME_REQUEST_BUDGET_SECONDS)
+        try:
+            return self.get_response(request)
+        finally:
+            _deadline.reset(token)
