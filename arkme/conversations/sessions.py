@@ -104,7 +104,7 @@ def session_for_client(client: DshClient, public_id: str, *, for_update: bool = 
 
 def session_set_attachments(*, client: DshClient, public_id: str, mounted: bool) -> AgentSession:
     """Mount or dispose the attachments dependency; idempotent either way."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         session = session_for_client(client, public_id, for_update=True)
         if session.attachments_mounted != mounted:
             session.attachments_mounted = mounted
@@ -131,7 +131,7 @@ def _end_sessions(session_ids: list[int]) -> int:
 
 
 def session_close(*, client: DshClient, public_id: str) -> None:
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         session = session_for_client(client, public_id, for_update=True)
         _end_sessions([session.pk])
 

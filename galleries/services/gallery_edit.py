@@ -25,6 +25,15 @@ def _locked_gallery(account: AccountIdentity, extension: str, revision: int) -> 
     return gallery
 
 
+def _locked_items(account: AccountIdentity, extension: str, revision: int, wanted: Sequence[str],
+                  name: str) -> tuple[Gallery, dict[str, GalleryItem]]:
+    """The locked gallery at ``revision`` and its items by id, every wanted one among them."""
+    gallery = _locked_gallery(account, extension, revision)
+    current = {item.public_id: item for item in gallery.items.order_by("position")}
+    _unknown_items(current, wanted, name)
+    return gallery, current
+
+
 def _unknown_items(current: Mapping[str, object], wanted: Sequence[str], name: str) -> None:
     unknown = [f"{name}[{i}]" for i, item in enumerate(wanted) if item not in current]
     if unknown:
@@ -48,9 +57,7 @@ def gallery_delete_items(*, account: AccountIdentity, extension: str, items: Seq
                          revision: int) -> Gallery:
     # Not durable: it runs inside the transaction that uses the human's approval.
     with transaction.atomic():
-        gallery = _locked_gallery(account, extension, revision)
-        current = {item.public_id: item for item in gallery.items.order_by("position")}
-        _unknown_items(current, items, "items")
+        gallery, current = _locked_items(account, extension, revision, items, "items")
         doomed = set(items)
         GalleryItem.objects.filter(gallery=gallery, public_id__in=doomed).delete()
         _renumber(gallery, [item for key, item in current.items() if key not in doomed])
@@ -63,9 +70,7 @@ def gallery_reorder_items(*, account: AccountIdentity, extension: str, order: Se
                           revision: int) -> Gallery:
     # Not durable: it runs inside the transaction that uses the human's approval.
     with transaction.atomic():
-        gallery = _locked_gallery(account, extension, revision)
-        current = {item.public_id: item for item in gallery.items.order_by("position")}
-        _unknown_items(current, order, "order")
+        gallery, current = _locked_items(account, extension, revision, order, "order")
         if len(order) != len(current) or set(order) != set(current):
             raise InvalidArguments("order must name every current item exactly once.", code=ErrorCode.INVALID_ORDER, fields=["order"])
         _renumber(gallery, [current[key] for key in order])
