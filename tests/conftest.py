@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -188,7 +187,7 @@ def pytest_sessionfinish(session, exitstatus):
     """The reliability figures, written to var/reliability.json (`make test` prints them last)."""
     figure_store.add("leak_responses_scanned", LEDGER.scanned)
     figure_store.add("leaks_found", LEDGER.found)
-    figure_store.write(Path(__file__).resolve().parent.parent / "var" / "reliability.json")
+    figure_store.write(figure_store.FIGURES_FILE)
 
 
 @pytest.fixture(autouse=True)

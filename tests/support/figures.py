@@ -24,8 +24,10 @@ def write(path: Path) -> dict:
     return existing
 
 
-def main() -> None:
-    path = Path(__file__).resolve().parent.parent / "var" / "reliability.json"
+FIGURES_FILE = Path(__file__).resolve().parents[2] / "var" / "reliability.json"
+
+
+def main(path: Path = FIGURES_FILE) -> None:
     if not path.exists():
         return
     print("reliability figures (var/reliability.json):")
