@@ -22,6 +22,7 @@ from groups.services import membership_ensure, private_chat_ensure
 from tests.support import figures as figure_store
 from tests.support.dsh import LEDGER, Dsh, make_dsh
 from tests.support.leaks import find_leaks
+from tests.support.results import result_problems
 from tests.support.services import require_service
 
 pytest_plugins = ["tests.support.galleries", "tests.support.groups"]
@@ -60,6 +61,8 @@ def leak_guard():
     yield LEDGER
     leaks = [f"{path}: {leak}" for path, body in LEDGER.bodies
              for leak in find_leaks(body, LEDGER.secrets, LEDGER.account_ids)]
+    mismatches = [f"{path}: {problem}" for path, body in LEDGER.bodies for problem in result_problems(path, body)]
+    assert not mismatches, "results outside their tool's output schema:\n" + "\n".join(mismatches[:20])
     LEDGER.scanned += len(LEDGER.bodies)
     LEDGER.found += len(leaks)
     assert not leaks, "responses leaked:\n" + "\n".join(leaks[:20])

@@ -99,6 +99,8 @@ class ToolDefinition:
     description: str
     input_schema: Mapping[str, Any]
     execute: Execute
+    # The JSON Schema of ``result`` (the MCP ``outputSchema``); every tool declares one.
+    output_schema: Mapping[str, Any] = field(default_factory=dict)
     describe_approval: DescribeApproval | None = field(default=None)
 
 

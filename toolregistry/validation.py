@@ -100,6 +100,14 @@ def _definition_problems(module: ToolModule) -> list[Problem]:
     else:
         if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
             problems.append(Problem("toolregistry.E013", f"{meta.name}: input schema must be an object refusing unknown arguments"))
+    output = definition.output_schema
+    try:
+        Draft202012Validator.check_schema(output)
+    except SchemaError as exc:
+        problems.append(Problem("toolregistry.E015", f"{meta.name}: output schema is not valid JSON Schema: {exc.message}"))
+    else:
+        if output.get("type") != "object":
+            problems.append(Problem("toolregistry.E015", f"{meta.name}: output schema must describe an object"))
     if meta.approval is Approval.PRE_EXECUTE and definition.describe_approval is None:
         problems.append(Problem("toolregistry.E014", f"{meta.name}: a pre-execute tool must describe its approval card"))
     return problems

@@ -18,11 +18,12 @@ from toolregistry.metadata import (
 )
 
 SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
+RESULT = {"type": "object", "properties": {"ran": {"type": "string"}}, "required": ["ran"]}
 
 
 def fake_module(name: str, *, kind=Kind.BUSINESS, phase=Phase.CORE, effect=Effect.READ,
                 approval=Approval.NONE, grant=None, profiles=None, tool_id=None,
-                description="Does a thing.", schema=None, definition_name=None, card=True):
+                description="Does a thing.", schema=None, definition_name=None, card=True, output=None):
     if profiles is None:
         profiles = {Kind.SYSTEM: ("business", "atomic", "hybrid"), Kind.BUSINESS: ("business", "hybrid"),
                     Kind.ATOMIC: ("atomic", "hybrid")}[kind]
@@ -34,6 +35,7 @@ def fake_module(name: str, *, kind=Kind.BUSINESS, phase=Phase.CORE, effect=Effec
         name=definition_name or name, description=description, input_schema=schema or SCHEMA,
         execute=lambda context, arguments: {"ran": name},
         describe_approval=(lambda c, a: ApprovalCard("t", "b")) if card else None,
+        output_schema=RESULT if output is None else output,
     )
     return SimpleNamespace(METADATA=meta, definition=lambda: definition)
 

@@ -138,3 +138,8 @@ def test_catalog_check_command_fails_on_a_bad_catalog(monkeypatch, capsys):
 
 def test_phase_of_every_shipped_module_is_known():
     assert all(module.METADATA.phase in set(Phase) for module in CATALOG.modules)
+
+
+@pytest.mark.parametrize("output", [{}, {"type": "array"}, {"type": "object", "properties": {"x": {"type": 7}}}])
+def test_an_output_schema_must_be_valid_and_describe_an_object(output):
+    assert "toolregistry.E015" in problem_ids(base_modules() + [fake_module("arkme_x", output=output)])

@@ -59,7 +59,7 @@ class Command(BaseCommand):
             definition = module.definition()
             tools.append({
                 "name": definition.name, "description": definition.description,
-                "input_schema": definition.input_schema,
+                "input_schema": definition.input_schema, "output_schema": definition.output_schema,
                 "metadata": module.METADATA.as_dict(), "profiles": list(module.METADATA.profiles),
             })
         return {

@@ -13,6 +13,7 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
+from toolregistry.result_schemas import COUNT, GALLERY, GALLERY_RESULT, STRING, closed
 
 METADATA = ToolMetadata(
     id="arkme.extension_preview.add@1",
@@ -69,6 +70,20 @@ INPUT_SCHEMA = {
     ],
 }
 
+_PREPARED = closed({
+    "operation": STRING,
+    "question": STRING,
+    "expires_at": {"type": "string", "format": "date-time"},
+    "images": {"type": "array", "items": closed({
+        "index": {"type": "integer", "minimum": 1}, "width": COUNT, "height": COUNT,
+        "format": {"enum": ["png", "jpeg", "webp", "gif"]}, "already_present": {"type": "boolean"},
+    })},
+    "gallery": GALLERY,
+})
+_CONFIRMED = closed({"gallery": GALLERY, "added": COUNT, "already_present": COUNT})
+# One result per action: prepare, confirm, cancel.
+OUTPUT_SCHEMA = {"type": "object", "oneOf": [_PREPARED, _CONFIRMED, GALLERY_RESULT]}
+
 _SOURCE_KEYS = ("source", "image_ref", "attachment_indices", "workspace_paths")
 
 
@@ -87,4 +102,5 @@ def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, 
 
 
 def definition() -> ToolDefinition:
-    return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute)
+    return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute,
+                          output_schema=OUTPUT_SCHEMA)

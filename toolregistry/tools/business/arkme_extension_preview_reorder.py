@@ -14,6 +14,7 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
+from toolregistry.result_schemas import GALLERY_RESULT
 
 METADATA = ToolMetadata(
     id="arkme.extension_preview.reorder@1",
@@ -62,4 +63,4 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
 
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval)
+                          execute=execute, describe_approval=describe_approval, output_schema=GALLERY_RESULT)

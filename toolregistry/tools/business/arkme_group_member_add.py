@@ -14,6 +14,7 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
+from toolregistry.result_schemas import GROUP, STRING, closed
 
 METADATA = ToolMetadata(
     id="arkme.group_member.add@1",
@@ -46,6 +47,15 @@ INPUT_SCHEMA = {
 }
 
 
+OUTPUT_SCHEMA = closed({
+    "group": GROUP,
+    "results": {"type": "array", "items": closed({
+        "candidate_ref": STRING, "display_name": STRING,
+        "outcome": {"enum": ["added", "invited", "already_member", "invalid_ref", "expired_ref", "not_eligible"]},
+    }, optional=("display_name",))},
+})
+
+
 def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     return context.ports.group_members.add_members(
         account=context.account, source_ref=arguments["source_ref"],
@@ -63,4 +73,4 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
 
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval)
+                          execute=execute, describe_approval=describe_approval, output_schema=OUTPUT_SCHEMA)

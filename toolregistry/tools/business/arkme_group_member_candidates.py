@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from toolregistry.metadata import Approval, Effect, Kind, Phase, ToolContext, ToolDefinition, ToolMetadata
+from toolregistry.result_schemas import GROUP, STRING, closed
 
 METADATA = ToolMetadata(
     id="arkme.group_member.candidates@1",
@@ -34,6 +35,13 @@ INPUT_SCHEMA = {
 }
 
 
+OUTPUT_SCHEMA = closed({
+    "group": GROUP,
+    "candidates": {"type": "array", "items": closed({"candidate_ref": STRING, "display_name": STRING})},
+    "truncated": {"type": "boolean"},
+})
+
+
 def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     return context.ports.group_members.candidates(
         account=context.account,
@@ -43,4 +51,5 @@ def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, 
 
 
 def definition() -> ToolDefinition:
-    return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute)
+    return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute,
+                          output_schema=OUTPUT_SCHEMA)

@@ -12,6 +12,7 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
+from toolregistry.result_schemas import ACCOUNT, GALLERY, STRING, closed
 
 METADATA = ToolMetadata(
     id="arkme.context@1",
@@ -33,6 +34,12 @@ DESCRIPTION = (
 
 INPUT_SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
 
+OUTPUT_SCHEMA = closed({
+    "account": ACCOUNT,
+    "extensions": {"type": "array", "items": closed({"extension": STRING, "name": STRING, "gallery": GALLERY})},
+    "groups": {"type": "array", "items": closed({"name": STRING, "source_ref": STRING})},
+})
+
 
 def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     ports = context.ports
@@ -45,5 +52,6 @@ def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, 
 
 def definition() -> ToolDefinition:
     return ToolDefinition(
-        name="arkme_context", description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute
+        name="arkme_context", description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute,
+        output_schema=OUTPUT_SCHEMA,
     )

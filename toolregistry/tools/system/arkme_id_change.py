@@ -14,6 +14,7 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
+from toolregistry.result_schemas import ACCOUNT, closed
 
 METADATA = ToolMetadata(
     id="arkme.id.change@1",
@@ -48,6 +49,9 @@ INPUT_SCHEMA = {
 }
 
 
+OUTPUT_SCHEMA = closed({"account": ACCOUNT})
+
+
 def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     account = context.ports.accounts.change_arkme_id(
         account=context.account, arkme_id=arguments["arkme_id"]
@@ -70,5 +74,5 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
 def definition() -> ToolDefinition:
     return ToolDefinition(
         name="arkme_id_change", description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-        execute=execute, describe_approval=describe_approval,
+        execute=execute, describe_approval=describe_approval, output_schema=OUTPUT_SCHEMA,
     )
