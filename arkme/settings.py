@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "health_check",
     "rest_framework",
     "drf_spectacular",
     "arkme.apps.ArkmeConfig",
