@@ -17,9 +17,9 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from health_check.base import HealthCheck
-from health_check.exceptions import ServiceUnavailable
-from health_check.views import HealthCheckView
+from health_check.base import HealthCheck  # type: ignore[import-untyped]
+from health_check.exceptions import ServiceUnavailable  # type: ignore[import-untyped]
+from health_check.views import HealthCheckView  # type: ignore[import-untyped]
 from kombu.exceptions import OperationalError
 
 from .celery import app
