@@ -7,6 +7,7 @@ check with "OK" or why it failed, with 200 or 503; never a secret, URL or creden
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from health_check.base import HealthCheck  # type: ignore[import-untyped]
 from health_check.exceptions import ServiceUnavailable  # type: ignore[import-untyped]
 from health_check.views import HealthCheckView  # type: ignore[import-untyped]
 from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
 from .celery import app
 
@@ -54,12 +56,8 @@ class ResultStore(HealthCheck):
             else:
                 with app.connection_for_read() as connection:  # rpc:// answers over the broker
                     connection.ensure_connection(max_retries=1, timeout=2)
-        except (OperationalError, OSError, RuntimeError) as exc:
+        except (OperationalError, OSError, RuntimeError, RedisError) as exc:
             raise ServiceUnavailable("The task result store cannot be reached.") from exc
-        except Exception as exc:  # the Redis client's own errors are not OSErrors
-            if type(exc).__module__.startswith("redis"):
-                raise ServiceUnavailable("The task result store cannot be reached.") from exc
-            raise
 
 
 @dataclasses.dataclass
@@ -89,7 +87,9 @@ class ReadinessView(HealthCheckView):
                             status=200 if ready else 503)
 
     async def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        await super().get(request, *args, **kwargs)  # runs the checks into self.results
+        # Always JSON: run the checks as the library does, without rendering its other formats.
+        with self.get_executor() as executor:
+            self.results = await asyncio.gather(*(check.get_result(executor) for check in self.get_checks()))
         return self.render_to_response_json(200)
 
 

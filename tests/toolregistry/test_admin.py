@@ -41,3 +41,13 @@ def test_non_staff_is_turned_away(client, db):
     client.force_login(user)
     response = client.get("/admin/toolregistry/toolcall/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_the_revoke_action_revokes_through_the_service(staff, dsh):
+    from arkme.conversations.models import DshClient
+
+    response = staff.post("/admin/conversations/dshclient/", {"action": "revoke", "_selected_action": [dsh.client.pk]},
+                          follow=True)
+    assert "Revoked 1 client key(s)." in response.content.decode()
+    assert DshClient.objects.get(pk=dsh.client.pk).revoked_at is not None
+    assert dsh.get("catalog").status_code == 401
