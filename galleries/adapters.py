@@ -21,7 +21,12 @@ from .selectors import (
     gallery_view,
     operation_view,
 )
-from .services.gallery_add import gallery_cancel_add, gallery_confirm_add, gallery_prepare_add
+from .services.gallery_add import (
+    gallery_add_awaiting_confirmation,
+    gallery_cancel_add,
+    gallery_confirm_add,
+    gallery_prepare_add,
+)
 from .services.gallery_edit import describe_delete, describe_reorder, gallery_delete_items, gallery_reorder_items
 
 
@@ -40,6 +45,12 @@ class GalleryAdapter:
                     operation: str) -> ConfirmView:
         done = gallery_confirm_add(account=account, session=session, extension=extension, operation=operation)
         return {"gallery": gallery_view(done.gallery), "added": done.added, "already_present": done.already_present}
+
+    def awaiting_confirmation(self, *, account: AccountKey, session: SessionKey, extension: str,
+                              operation: str) -> str | None:
+        waiting = gallery_add_awaiting_confirmation(account=account, session=session, extension=extension,
+                                                    operation=operation)
+        return None if waiting is None else operation_view(waiting)["question"]
 
     def cancel_add(self, *, account: AccountKey, session: SessionKey, extension: str,
                    operation: str) -> GalleryResult:

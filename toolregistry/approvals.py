@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession
@@ -21,6 +22,42 @@ TOKEN_PREFIX = "apv_"  # noqa: S105 - a prefix, not a secret
 class IssuedApproval:
     token: str
     expires_at: datetime
+
+
+@dataclass(frozen=True)
+class SealedApproval:
+    """A human's answer to an approval question that travelled sealed (MCP's ``requestState``,
+    signed and bound to client, session, tool and arguments): a random nonce and when it was
+    asked. Nothing is stored when the question is asked; the ledger records the nonce when the
+    answer is used, and its uniqueness makes the answer single use."""
+
+    nonce: str
+    asked_at: datetime
+
+    @property
+    def token_hash(self) -> str:
+        return token_digest("sealed:" + self.nonce)
+
+
+def _spend_sealed(*, session: AgentSession, tool_name: str, digest: str, sealed: SealedApproval) -> None:
+    now = timezone.now()
+    expires_at = sealed.asked_at + timedelta(seconds=settings.ARKME_APPROVAL_TTL_SECONDS)
+    if expires_at <= now:
+        raise ApprovalRequired(details={"reason": "expired"})
+    try:
+        with transaction.atomic():  # a savepoint: a replay fails here and the caller's transaction lives on
+            ApprovalGrant.objects.create(session=session, tool_name=tool_name, arguments_digest=digest,
+                                         token_hash=sealed.token_hash, expires_at=expires_at, used_at=now)
+    except IntegrityError:
+        raise ApprovalRequired(details={"reason": "used"}) from None
+
+
+def approval_void(*, session: AgentSession, tool_name: str, digest: str, sealed: SealedApproval) -> None:
+    """The human said no: the answer is spent, so replaying the question cannot turn it into a yes."""
+    try:
+        _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=sealed)
+    except ApprovalRequired:
+        pass  # already spent or expired: unusable either way
 
 
 def approval_issue(*, session: AgentSession, tool_name: str, digest: str) -> IssuedApproval:
@@ -39,16 +76,20 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
     The use is one conditional UPDATE, so two calls racing with one token cannot both win.
     Called inside the call's transaction: if the call fails, the approval is still unused.
     """
+    if isinstance(token, SealedApproval):
+        _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=token)
+        return
     if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 100:
         raise ApprovalRequired(details={"reason": "missing"} if not token else {"reason": "invalid"})
+    token_hash = token_digest(token)
     now = timezone.now()
     used = ApprovalGrant.objects.filter(
-        token_hash=token_digest(token), session=session, tool_name=tool_name,
+        token_hash=token_hash, session=session, tool_name=tool_name,
         arguments_digest=digest, used_at__isnull=True, expires_at__gt=now,
     ).update(used_at=now)
     if used == 1:
         return
-    grant = ApprovalGrant.objects.filter(token_hash=token_digest(token)).first()
+    grant = ApprovalGrant.objects.filter(token_hash=token_hash).first()
     if grant is None or grant.session_id != session.pk:
         reason = "invalid"
     elif grant.tool_name != tool_name or grant.arguments_digest != digest:

@@ -7,17 +7,18 @@ from django.utils import timezone
 
 from arkme.conversations.models import AgentSession
 
-from .models import ToolCall
+from .models import Surface, ToolCall
 
 OK = "ok"
 SERVER_ERROR = "server_error"
 
 
 def tool_call_record(*, session: AgentSession, tool_name: str, tool_id: str, outcome: str, http_status: int,
-                     duration_ms: int, replayed: bool) -> ToolCall:
+                     duration_ms: int, replayed: bool, surface: Surface = Surface.REST) -> ToolCall:
     return ToolCall.objects.create(
         session=session, session_public_id=session.public_id, tool_name=tool_name[:64], tool_id=tool_id, outcome=outcome[:64],
         http_status=http_status, duration_ms=duration_ms, replayed=replayed,
+        surface=surface,
     )
 
 

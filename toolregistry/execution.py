@@ -12,19 +12,19 @@ from arkme.accounts.models import AccountKey
 from arkme.conversations.models import AgentSession, DshClient, SessionKey
 from arkme.kernel.errors import ArkmeError, UnknownTool
 
-from .approvals import approval_consume, approval_issue
+from .approvals import SealedApproval, approval_consume, approval_issue, approval_void
 from .arguments import arguments_digest, validate_arguments
 from .audit import OK, SERVER_ERROR, tool_call_record
 from .idempotency import CallResult, idempotency_claim, idempotency_complete, idempotency_release
-from .metadata import Approval, ToolContext
-from .models import IdempotencyRecord
+from .metadata import Approval, ApprovalCard, ToolContext
+from .models import IdempotencyRecord, Surface
 from .ports import current_ports
 from .registrar import CompiledTool
 from .sessions import session_toolset
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CallResult", "tool_execute", "tool_pre_execute", "visible_tool"]
+__all__ = ["CallResult", "approval_card", "tool_declined", "tool_execute", "tool_pre_execute", "visible_tool"]
 
 
 def visible_tool(session: AgentSession, name: str) -> CompiledTool:
@@ -43,17 +43,23 @@ def tool_context(session: AgentSession) -> ToolContext:
     )
 
 
+def approval_card(session: AgentSession, tool: CompiledTool, arguments: Any) -> ApprovalCard:
+    """The card a human approves for this exact call; raises the call's error when it cannot run."""
+    validate_arguments(tool.validator, arguments)
+    describe = tool.definition.describe_approval
+    if describe is None:  # the catalog check (E014) refuses such a catalog at start-up
+        raise ImproperlyConfigured(f"{tool.metadata.name} has no approval card")
+    return describe(tool_context(session), arguments)
+
+
 def tool_pre_execute(*, session: AgentSession, name: str, arguments: Any) -> dict[str, Any]:
     """The approval decision: allow, ask (with a card and an approval), or deny with an error."""
     tool = visible_tool(session, name)
     try:
-        validate_arguments(tool.validator, arguments)
         if tool.metadata.approval is not Approval.PRE_EXECUTE:
+            validate_arguments(tool.validator, arguments)
             return {"decision": "allow"}
-        describe = tool.definition.describe_approval
-        if describe is None:  # the catalog check (E014) refuses such a catalog at start-up
-            raise ImproperlyConfigured(f"{tool.metadata.name} has no approval card")
-        card = describe(tool_context(session), arguments)
+        card = approval_card(session, tool, arguments)
     except ArkmeError as error:
         return {"decision": "deny", "error": error.as_error()}
     issued = approval_issue(session=session, tool_name=tool.metadata.name,
@@ -82,8 +88,22 @@ def _run(session: AgentSession, tool: CompiledTool, arguments: dict[str, Any], a
     return CallResult(200, {"result": result})
 
 
+def tool_declined(*, session: AgentSession, tool: CompiledTool, arguments: Any, approval: SealedApproval,
+                  error: ArkmeError) -> CallResult:
+    """A human said no to a call they were asked about: the approval is spent, nothing runs,
+    and the audit says so."""
+    with transaction.atomic():
+        approval_void(session=session, tool_name=tool.metadata.name, sealed=approval,
+                      digest=arguments_digest(tool.metadata.name, arguments))
+        tool_call_record(session=session, tool_name=tool.metadata.name, tool_id=tool.metadata.id,
+                         outcome=str(error.code), http_status=error.http_status, duration_ms=0,
+                         replayed=False, surface=Surface.MCP)
+    return CallResult(error.http_status, error.as_envelope())
+
+
 def tool_execute(*, client: DshClient, session: AgentSession, name: str, arguments: Any,
-                 approval: object = None, idempotency_key: str | None = None) -> CallResult:
+                 approval: object = None, idempotency_key: str | None = None,
+                 surface: Surface = Surface.REST) -> CallResult:
     started = time.monotonic()
     tool_id, replayed = "", False
     record: IdempotencyRecord | None = None
@@ -119,4 +139,4 @@ def tool_execute(*, client: DshClient, session: AgentSession, name: str, argumen
             outcome = str(result.body.get("error", {}).get("code", "error"))
         tool_call_record(session=session, tool_name=str(name), tool_id=tool_id, outcome=outcome,
                          http_status=status, duration_ms=int((time.monotonic() - started) * 1000),
-                         replayed=replayed)
+                         replayed=replayed, surface=surface)

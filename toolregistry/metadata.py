@@ -50,16 +50,24 @@ class ToolMetadata:
     approval: Approval
     profiles: tuple[str, ...]
     grant: str | None = None
+    # A human-readable name, for hosts that list tools to people (MCP's ``title``).
+    title: str = ""
+    # The Model Context Protocol's behaviour hints, stated per tool since only the tool knows:
+    # destructive: it removes or rewrites what the user has (delete, reorder, a one-time change);
+    # idempotent: the same call again changes nothing more (None: reads are, writes are not);
+    # open_world: it reaches people or systems beyond the user's own (it sends messages).
+    destructive: bool = False
+    idempotent: bool | None = None
+    open_world: bool = False
 
     def annotations(self) -> dict[str, bool]:
-        """The Model Context Protocol's tool annotations, derived, never declared twice."""
+        """The Model Context Protocol's tool annotations, all four stated."""
         read_only = self.effect is Effect.READ
         return {
             "readOnlyHint": read_only,
-            # Removing or rewriting what the user has is destructive; an approval stands in front.
-            "destructiveHint": (not read_only) and self.approval is Approval.PRE_EXECUTE,
-            "idempotentHint": read_only,
-            "openWorldHint": False,
+            "destructiveHint": self.destructive,
+            "idempotentHint": read_only if self.idempotent is None else self.idempotent,
+            "openWorldHint": self.open_world,
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -91,6 +99,8 @@ class ApprovalCard:
 
 Execute = Callable[[ToolContext, Mapping[str, Any]], Mapping[str, Any]]
 DescribeApproval = Callable[[ToolContext, Mapping[str, Any]], ApprovalCard]
+# The question a human must answer in the conversation before this call can go on, or None.
+AskHuman = Callable[[ToolContext, Mapping[str, Any]], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,9 @@ class ToolDefinition:
     # The JSON Schema of ``result`` (the MCP ``outputSchema``); every tool declares one.
     output_schema: Mapping[str, Any] = field(default_factory=dict)
     describe_approval: DescribeApproval | None = field(default=None)
+    # A surface that can ask the human directly (an MCP elicitation) asks this question and
+    # records the reply as the user's message; REST hosts relay it through the conversation.
+    ask_human: AskHuman | None = field(default=None)
 
 
 class ToolModule(Protocol):

@@ -41,6 +41,11 @@ class IdempotencyRecord(models.Model):
         ]
 
 
+class Surface(models.TextChoices):
+    REST = "rest", "REST"
+    MCP = "mcp", "MCP"
+
+
 class ToolCall(models.Model):
     """The audit of one execute call: what ran and how it ended, never its arguments.
 
@@ -57,6 +62,8 @@ class ToolCall(models.Model):
     http_status = models.PositiveSmallIntegerField()
     duration_ms = models.PositiveIntegerField()
     replayed = models.BooleanField(default=False)
+    surface = models.CharField(max_length=8, choices=Surface.choices, default=Surface.REST,
+                               help_text="The door the call came through: the REST API or the MCP endpoint.")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

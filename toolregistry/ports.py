@@ -49,6 +49,10 @@ class GalleryPort(Protocol):
     def confirm_add(self, *, account: AccountKey, session: SessionKey, extension: str,
                     operation: str) -> ConfirmView: ...
 
+    def awaiting_confirmation(self, *, account: AccountKey, session: SessionKey, extension: str,
+                              operation: str) -> str | None:
+        """The prepare's question while the add waits for the human's 确认, else None."""
+
     def cancel_add(self, *, account: AccountKey, session: SessionKey, extension: str,
                    operation: str) -> GalleryResult: ...
 

@@ -19,6 +19,7 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 GRANT_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 # A tool name as it would appear in prompt text.
 MENTION_PATTERN = re.compile(r"\barkme_[a-z0-9_]+\b")
+MAX_TITLE = 60
 MAX_DESCRIPTION = 1024
 MAX_TOOLS_PER_PROFILE = 128
 
@@ -64,6 +65,10 @@ def validate_catalog(catalog: Catalog) -> list[Problem]:
             add("toolregistry.E009", f"{meta.name}: a write must declare an explicit grant")
         if meta.effect is Effect.READ and (meta.grant is not None or meta.approval is not Approval.NONE):
             add("toolregistry.E010", f"{meta.name}: a read takes neither a grant nor an approval")
+        if not 0 < len(meta.title) <= MAX_TITLE:
+            add("toolregistry.E016", f"{meta.name}: title must have 1 to {MAX_TITLE} characters")
+        if meta.effect is Effect.READ and (meta.destructive or meta.idempotent is False):
+            add("toolregistry.E017", f"{meta.name}: a read is neither destructive nor unrepeatable")
         problems.extend(_definition_problems(module))
 
     for profile in catalog.profiles:

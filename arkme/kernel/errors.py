@@ -49,6 +49,7 @@ class ErrorCode(enum.StrEnum):
     # Tools, approvals and idempotency.
     UNKNOWN_TOOL = "unknown_tool"
     APPROVAL_REQUIRED = "approval_required"
+    APPROVAL_DECLINED = "approval_declined"
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     IDEMPOTENCY_IN_PROGRESS = "idempotency_in_progress"
@@ -159,6 +160,12 @@ class ApprovalRequired(ArkmeError):
     code = ErrorCode.APPROVAL_REQUIRED
     http_status = 403
     default_message = "This call needs the human's approval for exactly these arguments."
+
+
+class ApprovalDeclined(ArkmeError):
+    code = ErrorCode.APPROVAL_DECLINED
+    http_status = 403
+    default_message = "The human declined this call; nothing was done."
 
 
 class NotFound(ArkmeError):

@@ -154,6 +154,23 @@ def _fail(operation: PendingOperation, error: ArkmeError) -> ArkmeError:
     return error
 
 
+def gallery_add_awaiting_confirmation(*, account: AccountIdentity, session: SessionKey, extension: str,
+                                      operation: str) -> PendingOperation | None:
+    """The pending add still waiting for the human's 确认, or None (unknown, ended, expired, or
+    already confirmed in the conversation). Reads only: confirm itself decides and says why."""
+    op = PendingOperation.objects.filter(
+        public_id=str(operation), account_id=account.pk, session_id=session.pk,
+        extension__public_id=str(extension), extension__owner_id=account.pk,
+        status=OperationStatus.PENDING, expires_at__gt=timezone.now(),
+    ).select_related("extension__gallery").first()
+    if op is None:
+        return None
+    latest = conversation.latest_message(session.pk)
+    if latest is not None and latest.pk > op.after_message and is_confirmation(latest.text):
+        return None
+    return op
+
+
 def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extension: str,
                         operation: str) -> Confirmed:
     op = _operation_for(account, session, extension, operation)

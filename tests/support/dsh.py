@@ -1,6 +1,7 @@
 """A DSH client for tests: the REST calls DSH makes, every response recorded for the leak guard."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from rest_framework.test import APIClient
@@ -19,7 +20,7 @@ class LeakLedger:
         self.scanned = 0
         self.found = 0
 
-    def record(self, path: str, response) -> None:
+    def record(self, path: str, response, request_body=None) -> None:
         if response.get("Content-Type", "").startswith("application/json") and response.content:
             self.bodies.append((path, response.json()))
             # Raw account ids, to look for inside decoded refs.
@@ -30,11 +31,26 @@ LEDGER = LeakLedger()
 
 
 class RecordingClient(APIClient):
-    def generic(self, method, path, *args, **kwargs):
-        response = super().generic(method, path, *args, **kwargs)
+    def generic(self, method, path, data="", *args, **kwargs):
+        response = super().generic(method, path, data, *args, **kwargs)
         if path.startswith("/dsh/"):
-            LEDGER.record(path, response)
+            LEDGER.record(mcp_label(path, data), response)
         return response
+
+
+def mcp_label(path: str, data) -> str:
+    """An MCP response's path names the tool its ``tools/call`` ran, for the result-schema check."""
+    if not path.endswith("/mcp"):
+        return path
+    try:
+        message = json.loads(data)
+    except (TypeError, ValueError):
+        return path
+    if isinstance(message, dict) and message.get("method") == "tools/call":
+        name = (message.get("params") or {}).get("name")
+        if isinstance(name, str):
+            return f"{path}#{name}"
+    return path
 
 
 @dataclass

@@ -23,13 +23,15 @@ RESULT = {"type": "object", "properties": {"ran": {"type": "string"}}, "required
 
 def fake_module(name: str, *, kind=Kind.BUSINESS, phase=Phase.CORE, effect=Effect.READ,
                 approval=Approval.NONE, grant=None, profiles=None, tool_id=None,
-                description="Does a thing.", schema=None, definition_name=None, card=True, output=None):
+                description="Does a thing.", schema=None, definition_name=None, card=True, output=None,
+                title=None, **hints):
     if profiles is None:
         profiles = {Kind.SYSTEM: ("business", "atomic", "hybrid"), Kind.BUSINESS: ("business", "hybrid"),
                     Kind.ATOMIC: ("atomic", "hybrid")}[kind]
     meta = ToolMetadata(
         id=tool_id or f"arkme.{name.removeprefix('arkme_')}@1", name=name, kind=kind, phase=phase,
         effect=effect, approval=approval, grant=grant, profiles=tuple(profiles),
+        title=name.replace("_", " ").capitalize() if title is None else title, **hints,
     )
     definition = ToolDefinition(
         name=definition_name or name, description=description, input_schema=schema or SCHEMA,

@@ -46,11 +46,36 @@ def decoded_ref(value: str) -> str:
         return ""
 
 
+# MCP's sealed state travels through the host: signed, readable, so it is opened and its
+# contents scanned like any other response. Its ``arguments`` member is django-mcpz's digest
+# of the call's arguments (what binds the state to them), not a stored object's fingerprint.
+SEALED_STATE_KEYS = {"requestState"}
+INTERNAL_PRINCIPAL = re.compile(r"(?:user|client|session):\d")
+
+
+def _sealed_state_leaks(text: str, secrets: list[str], account_ids: list[str]) -> list[str]:
+    import json
+
+    try:
+        state = json.loads(decoded_ref(text))
+    except ValueError:
+        return [f"requestState that is not signed JSON: {text[:40]!r}"]
+    inside = {k: v for k, v in state.items() if k != "arguments"} if isinstance(state, dict) else state
+    found = [f"{leak} (inside requestState)" for leak in find_leaks(inside, secrets, account_ids)]
+    principal = str(state.get("principal", "")) if isinstance(state, dict) else ""
+    if INTERNAL_PRINCIPAL.search(principal):
+        found.append(f"internal id inside requestState: {principal[:60]!r}")
+    return found
+
+
 def find_leaks(body: Any, secrets: Iterable[str] = (), account_ids: Iterable[str] = ()) -> list[str]:
     found = []
     secrets = [s for s in secrets if s]
     account_ids = [str(a) for a in account_ids]
     for key, text in strings(body):
+        if key in SEALED_STATE_KEYS:
+            found.extend(_sealed_state_leaks(text, secrets, account_ids))
+            continue
         if key in SIGNED_REF_KEYS:
             inside = decoded_ref(text)
             if ACCOUNT_ID.search(inside) or any(f'"{a}"' in inside or f":{a}}}" in inside for a in account_ids):

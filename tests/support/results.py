@@ -9,6 +9,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, FormatChecker
 
 EXECUTE = re.compile(r"^/dsh/v1/sessions/[^/]+/tools/([a-z0-9_]+)/execute$")
+MCP_CALL = re.compile(r"^/dsh/v1/sessions/[^/]+/mcp#([a-z0-9_]+)$")
 
 
 @cache
@@ -21,12 +22,23 @@ def validator(name: str) -> Draft202012Validator | None:
     return None
 
 
+def _tool_result(path: str, body: Any) -> tuple[str, Any] | None:
+    """The tool and its result in a REST execute or an MCP ``tools/call`` success, else None."""
+    if not isinstance(body, dict) or not isinstance(body.get("result"), dict):
+        return None
+    if match := EXECUTE.match(path):
+        return match.group(1), body["result"]
+    if (match := MCP_CALL.match(path)) and body["result"].get("isError") is False:
+        return match.group(1), body["result"].get("structuredContent")
+    return None
+
+
 def result_problems(path: str, body: Any) -> list[str]:
-    match = EXECUTE.match(path)
-    if not match or not isinstance(body, dict) or "result" not in body:
+    found = _tool_result(path, body)
+    if found is None:
         return []
-    checker = validator(match.group(1))
+    checker = validator(found[0])
     if checker is None:
         return []
     return [f"{'/'.join(map(str, error.absolute_path)) or 'result'}: {error.message[:200]}"
-            for error in checker.iter_errors(body["result"])]
+            for error in checker.iter_errors(found[1])]

@@ -143,3 +143,13 @@ def test_phase_of_every_shipped_module_is_known():
 @pytest.mark.parametrize("output", [{}, {"type": "array"}, {"type": "object", "properties": {"x": {"type": 7}}}])
 def test_an_output_schema_must_be_valid_and_describe_an_object(output):
     assert "toolregistry.E015" in problem_ids(base_modules() + [fake_module("arkme_x", output=output)])
+
+
+@pytest.mark.parametrize("title", ["", "x" * 61])
+def test_a_tool_needs_a_short_title(title):
+    assert "toolregistry.E016" in problem_ids(base_modules() + [fake_module("arkme_x", title=title)])
+
+
+@pytest.mark.parametrize("hints", [{"destructive": True}, {"idempotent": False}])
+def test_a_read_is_neither_destructive_nor_unrepeatable(hints):
+    assert "toolregistry.E017" in problem_ids(base_modules() + [fake_module("arkme_x", **hints)])

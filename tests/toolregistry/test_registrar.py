@@ -5,7 +5,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from tests.support.fakes import Guidance, base_modules, catalog_of, fake_module, writer
-from toolregistry.metadata import Approval, Effect, Kind, Phase
+from toolregistry.metadata import Approval, Kind, Phase
 from toolregistry.registrar import Registrar, registrar
 
 CORE = {Phase.CORE}
@@ -78,12 +78,27 @@ def test_unknown_profile_is_a_configuration_error():
         Registrar(catalog_of(base_modules())).toolset("nope", CORE)
 
 
-def test_annotations_derive_from_metadata():
-    r = Registrar(catalog_of(base_modules() + [writer("arkme_w"), writer("arkme_c", approval=Approval.CONVERSATION)]))
+def test_annotations_state_all_four_hints_from_metadata():
+    r = Registrar(catalog_of(base_modules() + [
+        writer("arkme_w"), writer("arkme_d", destructive=True, idempotent=True),
+        writer("arkme_o", approval=Approval.CONVERSATION, open_world=True),
+    ]))
     tools = {t.metadata.name: t.public["metadata"]["annotations"] for t in r.toolset("business", CORE).tools}
     assert tools["arkme_lookup"] == {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
-    assert tools["arkme_w"] == {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}
-    assert tools["arkme_c"]["destructiveHint"] is False and tools["arkme_c"]["readOnlyHint"] is False
+    assert tools["arkme_w"] == {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+    assert tools["arkme_d"] == {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+    assert tools["arkme_o"] == {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": True}
+
+
+def test_shipped_hints_are_true_to_the_tools():
+    hints = {t.metadata.name: t.metadata.annotations() for t in registrar.toolset("hybrid", ALL).tools}
+    destructive = {name for name, h in hints.items() if h["destructiveHint"]}
+    assert destructive == {"arkme_extension_preview_delete", "arkme_extension_preview_reorder", "arkme_id_change"}
+    # Adding people sends them invitations: the only tool that reaches beyond the user.
+    assert {name for name, h in hints.items() if h["openWorldHint"]} == {"arkme_group_member_add"}
+    assert {name for name, h in hints.items() if h["readOnlyHint"]} == {"arkme_context", "arkme_group_member_candidates"}
+    assert not hints["arkme_extension_preview_add"]["idempotentHint"]
+    assert not hints["arkme_id_change"]["idempotentHint"]
 
 
 def test_shipped_definitions_have_the_contract_shape():
@@ -102,7 +117,6 @@ def test_shipped_definitions_have_the_contract_shape():
     assert (change["effect"], change["grant"], change["approval"]) == ("write", "explicit-user-write", "pre-execute")
 
 
-def test_write_effect_never_idempotent_hint():
+def test_every_shipped_tool_has_a_title():
     for tool in registrar.toolset("hybrid", ALL).tools:
-        if tool.metadata.effect is Effect.WRITE:
-            assert tool.public["metadata"]["annotations"]["idempotentHint"] is False
+        assert 0 < len(tool.metadata.title) <= 60

@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
-from . import views
+from . import mcp, views
 
 app_name = "dsh"
 
@@ -13,5 +13,6 @@ urlpatterns = [
     path("sessions/<str:session>/messages", views.MessagesApi.as_view(), name="messages"),
     path("sessions/<str:session>/tools/<str:name>/pre-execute", views.PreExecuteApi.as_view(), name="pre-execute"),
     path("sessions/<str:session>/tools/<str:name>/execute", views.ExecuteApi.as_view(), name="execute"),
+    path("sessions/<str:session>/mcp", mcp.session_mcp, name="mcp"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
 ]

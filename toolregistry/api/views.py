@@ -16,12 +16,12 @@ from rest_framework.views import APIView
 from arkme.conversations.messages import message_record
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_close, session_for_client, session_open, session_set_attachments
-from arkme.kernel.errors import ErrorCode, InvalidRequest
 
 from ..catalog import CATALOG
 from ..execution import tool_execute, tool_pre_execute
 from ..sessions import session_toolset
 from . import serializers as s
+from .idempotency_key import idempotency_key_of
 from .parsers import CompleteMultiPartParser, StrictJSONParser
 
 ERRORS = {
@@ -172,10 +172,7 @@ class ExecuteApi(APIView):
     def post(self, request: Request, session: str, name: str) -> Response:
         agent_session = session_for_client(_client(request), session)
         data = _validated(s.ExecuteRequest, request)
-        key = request.headers.get("Idempotency-Key")
-        if key is not None and not (0 < len(key) <= 200 and key.isprintable()):
-            raise InvalidRequest("Idempotency-Key must have 1 to 200 printable characters.",
-                                 code=ErrorCode.INVALID_IDEMPOTENCY_KEY)
+        key = idempotency_key_of(request)
         outcome = tool_execute(client=_client(request), session=agent_session, name=name,
                                arguments=data["arguments"], approval=data.get("approval"),
                                idempotency_key=key)

@@ -24,6 +24,8 @@ METADATA = ToolMetadata(
     grant=EXPLICIT_USER_WRITE,
     approval=Approval.CONVERSATION,
     profiles=("business", "hybrid"),
+    title="Add preview images",
+    idempotent=False,
 )
 
 DESCRIPTION = (
@@ -101,6 +103,15 @@ def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, 
                                 operation=arguments["operation"])
 
 
+def ask_human(context: ToolContext, arguments: Mapping[str, Any]) -> str | None:
+    """Confirm needs the human's 确认 after the prepare: the prepare's question, while it is missing."""
+    if arguments.get("action") != "confirm":
+        return None
+    return context.ports.galleries.awaiting_confirmation(
+        account=context.account, session=context.session, extension=arguments["extension"],
+        operation=arguments["operation"])
+
+
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute,
-                          output_schema=OUTPUT_SCHEMA)
+                          output_schema=OUTPUT_SCHEMA, ask_human=ask_human)

@@ -25,6 +25,9 @@ METADATA = ToolMetadata(
     grant=EXPLICIT_USER_WRITE,
     approval=Approval.PRE_EXECUTE,
     profiles=("business", "hybrid"),
+    title="Reorder preview images",
+    destructive=True,
+    idempotent=True,
 )
 
 DESCRIPTION = (

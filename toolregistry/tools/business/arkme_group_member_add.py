@@ -25,6 +25,9 @@ METADATA = ToolMetadata(
     grant=EXPLICIT_USER_WRITE,
     approval=Approval.PRE_EXECUTE,
     profiles=("business", "hybrid"),
+    title="Add people to a group",
+    open_world=True,
+    idempotent=True,
 )
 
 DESCRIPTION = (

@@ -14,6 +14,7 @@ METADATA = ToolMetadata(
     effect=Effect.READ,
     approval=Approval.NONE,
     profiles=("business", "hybrid"),
+    title="Find people to add to a group",
 )
 
 DESCRIPTION = (

@@ -22,6 +22,7 @@ METADATA = ToolMetadata(
     effect=Effect.READ,
     approval=Approval.NONE,
     profiles=("business", "atomic", "hybrid"),
+    title="The user's Arkme context",
 )
 
 DESCRIPTION = (

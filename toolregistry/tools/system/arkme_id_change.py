@@ -25,6 +25,8 @@ METADATA = ToolMetadata(
     grant=EXPLICIT_USER_WRITE,
     approval=Approval.PRE_EXECUTE,
     profiles=("business", "atomic", "hybrid"),
+    title="Change the Arkme ID",
+    destructive=True,
 )
 
 DESCRIPTION = (

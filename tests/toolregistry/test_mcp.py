@@ -1,0 +1,317 @@
+"""The MCP surface, as the contract's "The MCP surface" section says, over both protocol eras."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arkme.accounts.models import Account
+from arkme.conversations.models import Message
+from galleries.models import OperationStatus, PendingOperation
+from tests.support.mcp import LEGACY, MODERN, Mcp, accept, error_of, value_of
+from toolregistry.models import ApprovalGrant, ToolCall
+
+ERAS = [MODERN, LEGACY, "2025-06-18"]
+
+# Real commits, as a served request has: django-mcpz runs a tool in a savepoint whenever a
+# transaction is open (a test's), which would hide what a refusal writes and trip durable blocks.
+pytestmark = pytest.mark.django_db(transaction=True)
+APPROVE = "arkme_id_change"
+
+
+@pytest.fixture
+def mcp(dsh, session) -> Mcp:
+    return Mcp(dsh, session)
+
+
+def session_view(dsh, session):
+    return dsh.get(f"sessions/{session}").json()
+
+
+@pytest.mark.parametrize("version", ERAS)
+def test_tools_list_is_the_session_views_list(dsh, session, version):
+    client = Mcp(dsh, session, version=version)
+    view = session_view(dsh, session)
+    tools = client.tools()
+    assert [t["name"] for t in tools] == [t["name"] for t in view["tools"]]
+    for listed, viewed in zip(tools, view["tools"], strict=True):
+        assert listed["description"] == viewed["description"]
+        assert listed["inputSchema"] == viewed["input_schema"]
+        assert listed["annotations"] == viewed["metadata"]["annotations"]
+        assert set(listed["annotations"]) == {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+        assert listed["title"] and listed["outputSchema"]["type"] == "object"
+
+
+def test_the_list_follows_mount_and_dispose(dsh, session, mcp):
+    before = {t["name"] for t in mcp.tools()}
+    assert "arkme_extension_preview_add" not in before
+    dsh.put(f"sessions/{session}/phases/attachments")
+    mounted = {t["name"] for t in mcp.tools()}
+    assert "arkme_extension_preview_add" in mounted
+    dsh.delete(f"sessions/{session}/phases/attachments")
+    assert {t["name"] for t in mcp.tools()} == before
+
+
+def test_the_list_follows_the_profile(dsh, world):
+    atomic = dsh.open_session(world.alice, profile="atomic")["session"]
+    disabled = dsh.open_session(world.alice, profile="disabled")["session"]
+    assert [t["name"] for t in Mcp(dsh, atomic).tools()] == [t["name"] for t in session_view(dsh, atomic)["tools"]]
+    assert Mcp(dsh, disabled).tools() == []
+
+
+def test_modern_lists_are_private_and_short_lived(mcp):
+    result = mcp.result("tools/list")
+    assert result["cacheScope"] == "private" and 0 < result["ttlMs"] <= 60_000
+
+
+def test_instructions_are_the_sessions_guidance(dsh, session, mcp):
+    prompt = session_view(dsh, session)["prompt"]
+    assert prompt
+    assert mcp.result("server/discover")["instructions"] == prompt
+    legacy = Mcp(dsh, session, version=LEGACY).result(
+        "initialize", {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+    assert legacy["instructions"] == prompt and legacy["protocolVersion"] == LEGACY
+
+
+@pytest.mark.parametrize("version", ERAS)
+def test_a_call_is_the_rest_result(dsh, session, version):
+    rest = dsh.execute(session, "arkme_context", {}).json()["result"]
+    assert value_of(Mcp(dsh, session, version=version).call("arkme_context")) == rest
+    assert list(ToolCall.objects.values_list("surface", flat=True)[:2]) == ["mcp", "rest"]
+
+
+@pytest.mark.parametrize("version", ERAS)
+def test_unknown_and_invisible_tools_are_the_same_invalid_params(dsh, session, version):
+    client = Mcp(dsh, session, version=version)
+    errors = []
+    for name in ("arkme_nope", "arkme_extension_preview_add"):  # the second is not mounted
+        response = client.rpc("tools/call", {"name": name, "arguments": {}})
+        body = response.json()
+        assert body["error"]["code"] == -32602
+        errors.append(body["error"]["message"].replace(name, "<name>"))
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("version", ERAS)
+def test_a_refusal_carries_the_rest_envelope(dsh, session, version):
+    arguments = {"arkme_id": "x"}  # too short, and an unknown argument below
+    rest = dsh.approve_and_execute(session, APPROVE, arguments)
+    assert rest.status_code == 400
+    result = Mcp(dsh, session, version=version).call("arkme_context", {"unexpected": 1})
+    assert error_of(result)["code"] == "invalid_arguments"
+    assert error_of(result) == dsh.execute(session, "arkme_context", {"unexpected": 1}).json()["error"]
+
+
+def test_approval_is_a_form_elicitation_and_runs_once(mcp, world):
+    first = mcp.call(APPROVE, {"arkme_id": "alice_mcp"})
+    assert first["resultType"] == "input_required"
+    [(key, request)] = first["inputRequests"].items()
+    assert request["method"] == "elicitation/create" and request["params"]["mode"] == "form"
+    assert request["params"]["message"].startswith("Change your Arkme ID?")
+    assert request["params"]["requestedSchema"]["properties"]["approve"]["type"] == "boolean"
+    assert "apv_" not in json.dumps(first)  # the approval itself never leaves the server
+    answered = {"requestState": first["requestState"], "inputResponses": {key: {"action": "accept", "content": {"approve": True}}}}
+    done = mcp.call(APPROVE, {"arkme_id": "alice_mcp"}, request_state=answered["requestState"],
+                    input_responses=answered["inputResponses"])
+    assert value_of(done)["account"]["arkme_id"] == "alice_mcp"
+    replay = mcp.call(APPROVE, {"arkme_id": "alice_mcp"}, request_state=answered["requestState"],
+                      input_responses=answered["inputResponses"])
+    assert error_of(replay)["code"] in ("approval_required", "arkme_id_already_changed")
+    assert ToolCall.objects.filter(surface="mcp", tool_name=APPROVE, outcome="ok").count() == 1
+
+
+def test_a_replayed_request_state_is_refused_by_the_ledger(dsh, session, world):
+    """Reorder can run twice with the same arguments, so only the ledger stops a replay."""
+    mcp = Mcp(dsh, session)
+    first = mcp.call(APPROVE, {"arkme_id": "alice_twice"})
+    [key] = first["inputRequests"]
+    yes = {key: {"action": "accept", "content": {"approve": True}}}
+    assert not ApprovalGrant.objects.exists()  # asking stores nothing
+    assert value_of(mcp.call(APPROVE, {"arkme_id": "alice_twice"}, request_state=first["requestState"], input_responses=yes))
+    # Make the tool able to run again: only the spent approval can refuse the replay now.
+    Account.objects.filter(pk=world.alice.pk).update(arkme_id_changed_at=None, arkme_id=world.alice.arkme_id)
+    replay = mcp.call(APPROVE, {"arkme_id": "alice_twice"}, request_state=first["requestState"], input_responses=yes)
+    assert error_of(replay) == {"code": "approval_required", "message": error_of(replay)["message"],
+                                "details": {"reason": "used"}}
+    [grant] = ApprovalGrant.objects.all()
+    assert grant.used_at is not None and grant.tool_name == APPROVE
+
+
+@pytest.mark.parametrize("answer", [
+    {"action": "decline"}, {"action": "cancel"}, {"action": "accept", "content": {"approve": False}}])
+def test_a_declined_approval_writes_nothing(mcp, world, answer):
+    before = world.alice.arkme_id
+    first = mcp.call(APPROVE, {"arkme_id": "alice_no"})
+    [key] = first["inputRequests"]
+    result = mcp.call(APPROVE, {"arkme_id": "alice_no"}, request_state=first["requestState"],
+                      input_responses={key: answer})
+    assert error_of(result)["code"] == "approval_declined"
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id == before and world.alice.arkme_id_changeable
+    # The same state answered yes afterwards does not bring the declined approval back.
+    again = mcp.call(APPROVE, {"arkme_id": "alice_no"}, request_state=first["requestState"],
+                     input_responses={key: {"action": "accept", "content": {"approve": True}}})
+    assert error_of(again)["code"] == "approval_required"
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id == before
+    assert ToolCall.objects.filter(surface="mcp", outcome="approval_declined").count() == 1
+
+
+def test_a_request_state_is_bound_to_its_arguments_and_session(dsh, world, mcp):
+    first = mcp.call(APPROVE, {"arkme_id": "alice_bound"})
+    [key] = first["inputRequests"]
+    yes = {key: {"action": "accept", "content": {"approve": True}}}
+    other_args = mcp.rpc("tools/call", {"name": APPROVE, "arguments": {"arkme_id": "alice_other"},
+                                        "requestState": first["requestState"], "inputResponses": yes})
+    assert other_args.json()["error"]["code"] == -32602
+    other_session = Mcp(dsh, dsh.open_session(world.alice)["session"])
+    moved = other_session.rpc("tools/call", {"name": APPROVE, "arguments": {"arkme_id": "alice_bound"},
+                                             "requestState": first["requestState"], "inputResponses": yes})
+    assert moved.json()["error"]["code"] == -32602
+    tampered = mcp.rpc("tools/call", {"name": APPROVE, "arguments": {"arkme_id": "alice_bound"},
+                                      "requestState": first["requestState"][:-2] + "xx", "inputResponses": yes})
+    assert tampered.json()["error"]["code"] == -32602
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id_changeable
+
+
+def test_an_approval_whose_card_changed_does_not_run(mcp, world):
+    first = mcp.call(APPROVE, {"arkme_id": "alice_card"})
+    [key] = first["inputRequests"]
+    world.alice.display_name = "Alicia"  # the card names the account: what was approved is not what would run
+    world.alice.save()
+    result = mcp.call(APPROVE, {"arkme_id": "alice_card"}, request_state=first["requestState"],
+                      input_responses={key: {"action": "accept", "content": {"approve": True}}})
+    if result.get("isError"):
+        assert error_of(result)["code"] == "approval_required"
+        world.alice.refresh_from_db()
+        assert world.alice.arkme_id_changeable
+    else:  # a card that does not name what changed is still the same card
+        assert value_of(result)
+
+
+@pytest.mark.parametrize("version", [LEGACY, "2025-06-18", MODERN])
+def test_earlier_clients_bring_a_rest_approval_in_meta(dsh, session, world, version):
+    client = Mcp(dsh, session, version=version, elicitation=version == MODERN and False)
+    refused = client.call(APPROVE, {"arkme_id": "alice_meta"})
+    assert error_of(refused)["code"] == "approval_required"
+    decision = dsh.pre_execute(session, APPROVE, {"arkme_id": "alice_meta"}).json()
+    done = client.call(APPROVE, {"arkme_id": "alice_meta"}, meta={"io.arkme/approval": decision["approval"]})
+    assert value_of(done)["account"]["arkme_id"] == "alice_meta"
+    again = client.call(APPROVE, {"arkme_id": "alice_meta"}, meta={"io.arkme/approval": decision["approval"]})
+    assert error_of(again)["code"] in ("approval_required", "arkme_id_already_changed")
+
+
+def test_a_rest_approval_for_other_arguments_does_not_count(dsh, session, world):
+    client = Mcp(dsh, session, version=LEGACY)
+    decision = dsh.pre_execute(session, APPROVE, {"arkme_id": "alice_one"}).json()
+    result = client.call(APPROVE, {"arkme_id": "alice_two"}, meta={"io.arkme/approval": decision["approval"]})
+    assert error_of(result)["details"] == {"reason": "other_arguments"}
+
+
+def _prepared(gs):
+    [path] = gs.write_many(1)
+    prepared = gs.prepare(source="workspace", workspace_paths=[path])
+    assert prepared.status_code == 200, prepared.content
+    return prepared.json()["result"]
+
+
+def test_confirm_asks_the_prepares_question_and_records_the_reply(gs):
+    prepared = _prepared(gs)
+    client = Mcp(gs.dsh, gs.session)
+    arguments = {"action": "confirm", "extension": gs.extension, "operation": prepared["operation"]}
+    first = client.call("arkme_extension_preview_add", arguments)
+    assert first["resultType"] == "input_required"
+    [request] = first["inputRequests"].values()
+    assert request["params"]["message"] == prepared["question"]
+    assert request["params"]["requestedSchema"]["properties"]["reply"]["type"] == "string"
+    done = client.call_answering("arkme_extension_preview_add", arguments, accept(reply="确认"))
+    assert value_of(done)["added"] == 1
+    assert Message.objects.filter(text="确认").count() == 1
+
+
+@pytest.mark.parametrize("answer", [accept(reply="no"), lambda params: {"action": "decline"}])
+def test_confirm_without_the_reply_leaves_the_operation_pending(gs, answer):
+    prepared = _prepared(gs)
+    client = Mcp(gs.dsh, gs.session)
+    arguments = {"action": "confirm", "extension": gs.extension, "operation": prepared["operation"]}
+    result = client.call_answering("arkme_extension_preview_add", arguments, answer)
+    assert error_of(result)["code"] == "confirmation_required"
+    assert PendingOperation.objects.get(public_id=prepared["operation"]).status == OperationStatus.PENDING
+    gs.say("确认")  # the conversation can still confirm it, as over REST
+    assert value_of(client.call("arkme_extension_preview_add", arguments))["added"] == 1
+
+
+def test_a_confirmation_already_said_is_not_asked_again(gs):
+    prepared = _prepared(gs)
+    gs.say("确认")
+    result = Mcp(gs.dsh, gs.session).call(
+        "arkme_extension_preview_add", {"action": "confirm", "extension": gs.extension, "operation": prepared["operation"]})
+    assert value_of(result)["added"] == 1
+
+
+def test_earlier_clients_confirm_through_messages(gs):
+    prepared = _prepared(gs)
+    client = Mcp(gs.dsh, gs.session, version=LEGACY)
+    arguments = {"action": "confirm", "extension": gs.extension, "operation": prepared["operation"]}
+    assert error_of(client.call("arkme_extension_preview_add", arguments))["code"] == "confirmation_required"
+    gs.say("确认")
+    assert value_of(client.call("arkme_extension_preview_add", arguments))["added"] == 1
+
+
+def test_an_idempotency_key_replays_the_first_response(gs):
+    client = Mcp(gs.dsh, gs.session)
+    [path] = gs.write_many(1)
+    arguments = {"action": "prepare", "extension": gs.extension, "source": "workspace", "workspace_paths": [path]}
+    first = client.call("arkme_extension_preview_add", arguments, **{"Idempotency-Key": "k-1"})
+    second = client.call("arkme_extension_preview_add", arguments, **{"Idempotency-Key": "k-1"})
+    assert value_of(first) == value_of(second)
+    assert PendingOperation.objects.count() == 1
+    assert ToolCall.objects.filter(replayed=True, surface="mcp").count() == 1
+    bad = client.call("arkme_extension_preview_add", arguments, **{"Idempotency-Key": "x" * 201})
+    assert error_of(bad)["code"] == "invalid_idempotency_key"
+
+
+def test_without_a_key_it_is_401_with_a_challenge(dsh, session):
+    response = dsh.api.generic("POST", f"/dsh/v1/sessions/{session}/mcp", "{}", content_type="application/json",
+                               headers={"Authorization": ""})
+    dsh.api.credentials()
+    response = dsh.api.generic("POST", f"/dsh/v1/sessions/{session}/mcp", "{}", content_type="application/json")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert response.json()["error"]["code"] == "not_authenticated"
+    wrong = dsh.api.generic("POST", f"/dsh/v1/sessions/{session}/mcp", "{}", content_type="application/json",
+                            headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+
+
+def test_another_clients_unknown_or_closed_session_is_404(dsh, other_dsh, session, world):
+    assert Mcp(other_dsh, session).rpc("tools/list").status_code == 404
+    assert Mcp(dsh, "ses_unknown").rpc("tools/list").status_code == 404
+    closed = dsh.open_session(world.alice)["session"]
+    dsh.delete(f"sessions/{closed}")
+    assert Mcp(dsh, closed).rpc("tools/list").status_code == 404
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_only_post(dsh, session, method):
+    assert dsh.api.generic(method, f"/dsh/v1/sessions/{session}/mcp").status_code == 405
+
+
+def test_a_foreign_origin_is_403(mcp):
+    assert mcp.rpc("tools/list", Origin="http://evil.example").status_code == 403
+    assert mcp.rpc("tools/list", Origin="http://localhost:3000").status_code == 200
+
+
+def test_modern_requests_need_their_headers(mcp):
+    response = mcp.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}},
+        **{"MCP-Protocol-Version": MODERN})
+    assert response.status_code == 400 and response.json()["error"]["code"] == -32020
+
+
+@pytest.mark.parametrize("body", [b"{", b"[]", b'{"jsonrpc": "2.0", "id": 1}', b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}'])
+def test_malformed_json_rpc_is_a_json_rpc_error(mcp, body):
+    response = mcp.dsh.api.generic("POST", mcp.path, body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] in (-32700, -32600)

@@ -1,0 +1,302 @@
+"""The MCP surface: every session is also a Model Context Protocol server.
+
+It is a second door into the same pipeline as REST execute (visibility, argument validation,
+idempotency, the approval ledger, audit), never a looser one. django-mcpz speaks the protocol
+(JSON-RPC framing, version negotiation, the 2026-07-28 header and ``_meta`` checks, the signed
+``requestState`` of multi round-trip requests, the stateless 2025 handshake) as a plain
+synchronous Django view, so it runs in the same gunicorn workers as the REST API.
+
+What this module adds is the registry's part:
+- one server per compiled toolset (profile and mounted phases), so ``tools/list`` is the
+  session view's list and ``instructions`` its guidance;
+- refusals as tool errors carrying the REST envelope in ``structuredContent``;
+- pre-execute approvals as a form elicitation whose ``requestState`` names the approval only
+  by its digest and is spent by the ledger (single use is the server's, not the client's);
+- the gallery's 确认 as a form elicitation, recorded as the user's reply.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django_mcpz.elicitation import Elicitation
+from django_mcpz.jsonrpc import INVALID_REQUEST, error_response
+from django_mcpz.server import ElicitationDeclinedError, MCPServer, ToolError, elicit, host_allowed
+
+from arkme.conversations.clients import client_for_key
+from arkme.conversations.messages import message_record
+from arkme.conversations.models import AgentSession, DshClient
+from arkme.conversations.sessions import session_for_client
+from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, NotAuthenticated
+from arkme.kernel.ids import token_digest
+
+from ..approvals import SealedApproval
+from ..execution import approval_card, tool_context, tool_declined, tool_execute
+from ..metadata import Approval
+from ..models import Surface
+from ..registrar import CompiledTool, Toolset
+from ..sessions import session_toolset
+from .idempotency_key import idempotency_key_of
+
+SERVER_NAME = "arkme-tool-registry"
+SERVER_VERSION = "1"
+# The list follows mount and dispose, so a host may keep it only briefly.
+LIST_TTL_MS = 10_000
+APPROVAL_META = "io.arkme/approval"
+APPROVAL_KEY = "approval"
+REPLY_KEY = "reply"
+REPLY_MAX = 20_000  # the REST message text limit
+APPROVE_SCHEMA = {
+    "type": "object",
+    "properties": {"approve": {"type": "boolean", "title": "Approve",
+                               "description": "Run this call exactly as described."}},
+    "required": ["approve"],
+}
+REPLY_SCHEMA = {
+    "type": "object",
+    "properties": {"reply": {"type": "string", "title": "Reply", "maxLength": REPLY_MAX}},
+    "required": ["reply"],
+}
+WWW_AUTHENTICATE = 'Bearer realm="dsh"'
+
+
+@dataclass(frozen=True)
+class _Principal:
+    """Who django-mcpz binds a ``requestState`` to: this client in this session."""
+
+    pk: str
+    is_authenticated: bool = True
+
+
+@dataclass(frozen=True)
+class _Call:
+    client: DshClient
+    session: AgentSession
+
+
+class _Refused(ToolError):
+    """A refusal the model may read: the REST error envelope, as a tool error."""
+
+    def __init__(self, envelope: dict[str, Any]) -> None:
+        super().__init__(str(envelope["error"]["message"]))
+        self.envelope = envelope
+
+
+class SessionServer(MCPServer):
+    """One compiled toolset as an MCP server. The protocol is django-mcpz's; these overrides
+    carry the call's ``_meta`` to the tool, put the envelope on tool errors and shorten the
+    caching hint."""
+
+    def _tools_call(self, request: HttpRequest, request_id: str | int, params: dict[str, Any], *,
+                    legacy: bool = False) -> HttpResponse:
+        meta = params.get("_meta")
+        request.arkme_mcp_meta = meta if isinstance(meta, dict) else {}  # type: ignore[attr-defined]
+        request.arkme_mcp_legacy = legacy  # type: ignore[attr-defined]
+        return super()._tools_call(request, request_id, params, legacy=legacy)
+
+    def _tool_error(self, request: HttpRequest, request_id: str | int, text: str) -> HttpResponse:
+        envelope = getattr(request, "arkme_refusal", None)
+        if envelope is None:
+            # The library's own in-band errors (a tool that failed unexpectedly): the same shape.
+            envelope = {"error": {"code": "internal_error", "message": text}}
+        return self._result(request, request_id, {
+            "content": [{"type": "text", "text": _json_text(envelope)}],
+            "structuredContent": envelope,
+            "isError": True,
+        })
+
+    def _result(self, request: HttpRequest, request_id: str | int, result: dict[str, Any], *,
+                result_type: str = "complete") -> HttpResponse:
+        if "ttlMs" in result:
+            result = {**result, "ttlMs": LIST_TTL_MS}
+        return super()._result(request, request_id, result, result_type=result_type)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _refuse(request: HttpRequest, envelope: dict[str, Any]) -> _Refused:
+    request.arkme_refusal = envelope  # type: ignore[attr-defined]
+    return _Refused(envelope)
+
+
+def _can_elicit(request: HttpRequest) -> bool:
+    """2026-07-28 clients that answer form elicitations; earlier ones use ``_meta`` and REST."""
+    elicitation: Elicitation = request.mcp_elicitation  # type: ignore[attr-defined]
+    return not getattr(request, "arkme_mcp_legacy", True) and elicitation.unavailable is None
+
+
+def _approval_by_elicitation(request: HttpRequest, call: _Call, tool: CompiledTool,
+                             arguments: dict[str, Any]) -> SealedApproval:
+    """Ask the human to approve this exact call, or take their answer to the question asked.
+
+    The question's key carries a random nonce, when it was asked and the card's digest;
+    django-mcpz signs the key into the ``requestState`` together with the client, the session,
+    the tool and the arguments' digest. Nothing is stored until the answer is used: the ledger
+    then records the nonce once, so a replayed state is refused.
+    """
+    elicitation: Elicitation = request.mcp_elicitation  # type: ignore[attr-defined]
+    asked = [key for key in elicitation.answers if key.startswith(APPROVAL_KEY + ".")]
+    try:
+        card = approval_card(call.session, tool, arguments)
+    except ArkmeError as error:
+        raise _refuse(request, error.as_envelope()) from None
+    text = _card_text(card.title, card.body)
+    if not asked:
+        key = f"{APPROVAL_KEY}.{secrets.token_urlsafe(16)}.{int(time.time())}.{_digest(text)}"
+        elicit(request, text, APPROVE_SCHEMA, key=key, expired_message=None)
+        raise AssertionError("elicit() asks before it answers")  # pragma: no cover
+    _, nonce, asked_at, card_digest = asked[0].split(".")
+    sealed = SealedApproval(nonce=nonce, asked_at=datetime.fromtimestamp(int(asked_at), tz=UTC))
+    if _digest(text) != card_digest:
+        # What the human saw is not what would run now: nothing runs on that answer.
+        raise _refuse(request, ApprovalRequired(details={"reason": "card_changed"}).as_envelope())
+    try:
+        answer = elicit(request, text, APPROVE_SCHEMA, key=asked[0], expired_message=None)
+    except ElicitationDeclinedError:
+        answer = {}
+    if answer.get("approve") is not True:
+        declined = tool_declined(session=call.session, tool=tool, arguments=arguments, approval=sealed,
+                                 error=ApprovalDeclined())
+        raise _refuse(request, declined.body)
+    return sealed
+
+
+def _card_text(title: str, body: str) -> str:
+    return f"{title}\n\n{body}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _confirmation_by_elicitation(request: HttpRequest, call: _Call, tool: CompiledTool,
+                                 arguments: dict[str, Any]) -> None:
+    """Ask the human the prepare's question when no 确认 is recorded after it; their reply is
+    recorded as their latest message, so confirm decides exactly as it does for REST."""
+    ask = tool.definition.ask_human
+    if ask is None or not tool.validator.is_valid(arguments):
+        return  # invalid arguments are refused by the pipeline, the same way as over REST
+    question = ask(tool_context(call.session), arguments)
+    if question is None:
+        return
+    try:
+        answer = elicit(request, question, REPLY_SCHEMA, key=REPLY_KEY, expired_message=None)
+    except ElicitationDeclinedError:
+        return  # nothing recorded: confirm says the 确认 is missing and the add stays pending
+    reply = answer.get("reply")
+    if isinstance(reply, str) and reply.strip():
+        message_record(session=call.session, message_id="mcp-" + secrets.token_hex(12), text=reply[:REPLY_MAX])
+
+
+def _run(request: HttpRequest, tool: CompiledTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    call: _Call = request.arkme_mcp  # type: ignore[attr-defined]
+    try:
+        key = idempotency_key_of(request)
+    except ArkmeError as error:
+        raise _refuse(request, error.as_envelope()) from None
+    approval: object = None
+    if tool.metadata.approval is Approval.PRE_EXECUTE:
+        if _can_elicit(request):
+            approval = _approval_by_elicitation(request, call, tool, arguments)
+        else:
+            approval = request.arkme_mcp_meta.get(APPROVAL_META)  # type: ignore[attr-defined]
+    elif _can_elicit(request):
+        _confirmation_by_elicitation(request, call, tool, arguments)
+    outcome = tool_execute(client=call.client, session=call.session, name=tool.metadata.name,
+                           arguments=arguments, approval=approval, idempotency_key=key, surface=Surface.MCP)
+    if outcome.status >= 400:
+        raise _refuse(request, outcome.body)
+    result: dict[str, Any] = outcome.body["result"]
+    return result
+
+
+def _tool_function(tool: CompiledTool) -> Any:
+    def run(request: HttpRequest, arguments: dict[str, Any]) -> dict[str, Any]:
+        return _run(request, tool, arguments)
+
+    return run
+
+
+def _build_server(toolset: Toolset) -> SessionServer:
+    server = SessionServer(name=SERVER_NAME, version=SERVER_VERSION, title="Arkme tool registry",
+                           instructions=toolset.prompt or None, auth=lambda request: None)
+    for tool in toolset.tools:
+        hints = tool.metadata.annotations()
+        server.tool(
+            name=tool.metadata.name, title=tool.metadata.title, description=tool.definition.description,
+            input_schema=dict(tool.definition.input_schema), output_schema=dict(tool.definition.output_schema),
+            read_only=hints["readOnlyHint"], destructive=hints["destructiveHint"],
+            idempotent=hints["idempotentHint"], open_world=hints["openWorldHint"],
+        )(_tool_function(tool))
+    return server
+
+
+_servers: dict[str, SessionServer] = {}
+_servers_lock = threading.Lock()
+
+
+def server_for(toolset: Toolset) -> SessionServer:
+    """The server of a compiled toolset, built once: toolsets are few and immutable."""
+    server = _servers.get(toolset.revision)
+    if server is None:
+        with _servers_lock:
+            server = _servers.get(toolset.revision)
+            if server is None:
+                server = _servers[toolset.revision] = _build_server(toolset)
+    return server
+
+
+def _origin_allowed(request: HttpRequest) -> bool:
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    try:
+        host = urlsplit(origin).hostname
+    except ValueError:
+        return False
+    return host is not None and host_allowed(host)
+
+
+def _client(request: HttpRequest) -> DshClient:
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not key or " " in key.strip():
+        raise NotAuthenticated("Use 'Authorization: Bearer <client key>'.")
+    client = client_for_key(key.strip())
+    if client is None:
+        raise NotAuthenticated("The client key is not valid.")
+    return client
+
+
+@csrf_exempt
+def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
+    """``POST /dsh/v1/sessions/{s}/mcp``: the session's MCP server (Streamable HTTP, JSON)."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    if not _origin_allowed(request):
+        # DNS rebinding: a browser page on another origin must not reach a local server.
+        return error_response(None, INVALID_REQUEST, "Invalid Origin header", status=HTTPStatus.FORBIDDEN)
+    try:
+        client = _client(request)
+        agent_session = session_for_client(client, session)
+    except ArkmeError as error:
+        response = JsonResponse(error.as_envelope(), status=error.http_status)
+        if error.http_status == HTTPStatus.UNAUTHORIZED:
+            response["WWW-Authenticate"] = WWW_AUTHENTICATE
+        return response
+    request.arkme_mcp = _Call(client=client, session=agent_session)  # type: ignore[attr-defined]
+    # Opaque: the state is signed, not encrypted, and a host may read it.
+    principal = "dsh" + token_digest(f"{client.pk}:{agent_session.public_id}")[:32]
+    request.user = _Principal(principal)  # type: ignore[assignment]
+    return server_for(session_toolset(agent_session))(request)
