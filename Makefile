@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean mcp-clients
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,17 @@ $(VENV)/.bench: requirements-bench.txt requirements-test.txt requirements.txt | 
 # Benchmarks print ratios against a baseline measured in the same run (see docs/PERFORMANCE.md).
 bench: $(VENV)/.bench
 	$(BIN)/python -m bench
+
+# Node 22, the official MCP conformance suite and TypeScript SDK, for the MCP tests (CI
+# installs them; without them those tests skip and say so). Pinned by tests/mcp/package-lock.json.
+NODE_DIR := var/node
+$(NODE_DIR)/.installed: tests/mcp/package.json tests/mcp/package-lock.json
+	mkdir -p $(NODE_DIR)
+	cp tests/mcp/package.json tests/mcp/package-lock.json $(NODE_DIR)/
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+mcp-clients: $(NODE_DIR)/.installed
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

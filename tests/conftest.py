@@ -78,6 +78,18 @@ class FigureRecorder:
         figure_store.FIGURES[name] = value
 
 
+@pytest.fixture(autouse=True)
+def _mcp_tools_run_as_served(monkeypatch):
+    """django-mcpz runs a tool in a savepoint when a transaction is open. A served request has
+    none (no ATOMIC_REQUESTS), so there it is a no-op; a test's own transaction would turn it
+    into a savepoint that hides a refusal's writes and trips the services' durable blocks."""
+    import contextlib
+
+    import django_mcpz.server
+
+    monkeypatch.setattr(django_mcpz.server, "_savepoints", contextlib.nullcontext)
+
+
 @pytest.fixture
 def figures() -> FigureRecorder:
     return FigureRecorder()

@@ -13,6 +13,7 @@ from galleries.services.account_images import account_image_create, image_ref_fo
 from groups.models import ChatMessage, Invitation, Membership
 from tests.support import images
 from tests.support.dsh import make_dsh
+from tests.support.mcp import Mcp, accept, error_of, value_of
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Foreign:
     operation: str
     session: str
     approval: str
+    bob_dsh: object = None
 
 
 @pytest.fixture
@@ -55,7 +57,7 @@ def matrix(world, dsh):
     logo = account_image_create(owner=world.bob, name="bob-logo", data=images.png((512, 512), (3, 3, 3)))
     return Foreign(extension=world.bob_ext.public_id, item=item, image_ref=image_ref_for(logo),
                    source_ref=source_ref, candidate_ref=candidate["candidates"][0]["candidate_ref"],
-                   operation=pending, session=bob, approval=approval)
+                   operation=pending, session=bob, approval=approval, bob_dsh=bob_dsh)
 
 
 def snapshot():
@@ -125,6 +127,43 @@ def test_tools_refuse_another_accounts_objects(figures, matrix, dsh, world, case
     figures.add("cross_account_refused", ok)
     assert ok, response.content
     assert snapshot() == before
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_tools_refuse_another_accounts_objects_over_mcp(figures, matrix, dsh, world, case):
+    """The MCP door, with a host whose human approves every card and says 确认 to every question."""
+    alice = dsh.open_session(world.alice, workspace="bobws")["session"]
+    dsh.put(f"sessions/{alice}/phases/attachments")
+    tool, arguments = ALICE_CASES(matrix, world.alice_ext.public_id)[case]
+    before = snapshot()
+    result = Mcp(dsh, alice).call_answering(tool, arguments, accept(approve=True, reply="确认"))
+    if result["isError"]:
+        ok = error_of(result)["code"] != "internal_error"
+    else:
+        outcomes = value_of(result).get("results")
+        ok = bool(outcomes) and all(r["outcome"] not in ("added", "invited") for r in outcomes)
+    figures.add("cross_account_cases")
+    figures.add("cross_account_refused", ok)
+    assert ok, result
+    assert snapshot() == before
+
+
+def test_another_clients_session_and_state_over_mcp(figures, matrix, dsh, world):
+    """Bob's session is not there for alice's client; bob's sealed approval state does not
+    follow a call into alice's session."""
+    before = snapshot()
+    foreign_session = Mcp(dsh, matrix.session).rpc("tools/list").status_code
+    bob_client = Mcp(matrix.bob_dsh, matrix.session)
+    asked = bob_client.call("arkme_id_change", {"arkme_id": "bob_new_id"})
+    [key] = asked["inputRequests"]
+    alice = Mcp(dsh, dsh.open_session(world.alice)["session"])
+    moved = alice.rpc("tools/call", {"name": "arkme_id_change", "arguments": {"arkme_id": "bob_new_id"},
+                                     "requestState": asked["requestState"],
+                                     "inputResponses": {key: {"action": "accept", "content": {"approve": True}}}})
+    checks = [foreign_session == 404, moved.json().get("error", {}).get("code") == -32602]
+    figures.add("cross_account_cases", len(checks))
+    figures.add("cross_account_refused", sum(checks))
+    assert all(checks) and snapshot() == before
 
 
 def test_alice_candidate_refs_in_bobs_call_are_invalid(figures, matrix, dsh, world):

@@ -8,6 +8,7 @@ import pytest
 from galleries.models import Blob, GalleryItem, PendingOperation
 from tests.support import images
 from tests.support.images import BAD_SVG
+from tests.support.mcp import Mcp, accept, both_ways, error_of, refused_alike
 
 FILES = {
     "text file": b"just some text",
@@ -32,10 +33,11 @@ def assert_nothing_written(media):
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_bad_workspace_file(figures, gs, _isolated_storage, name):
     path = gs.write(f"bad-{abs(hash(name))}.png", FILES[name])
-    response = gs.prepare(source="workspace", workspace_paths=[gs.write_many(1)[0], path])
-    assert 400 <= response.status_code < 500, response.content
-    assert response.json()["error"]["details"]["fields"] == ["workspace_paths[1]"]
-    figures.add("bad_inputs_tried")
+    arguments = {"action": "prepare", "extension": gs.extension, "source": "workspace",
+                 "workspace_paths": [gs.write_many(1)[0], path]}
+    error = refused_alike(both_ways(gs.dsh, gs.session, "arkme_extension_preview_add", arguments))
+    assert error["details"]["fields"] == ["workspace_paths[1]"]
+    figures.add("bad_inputs_tried", 2)
     assert_nothing_written(_isolated_storage)
 
 
@@ -63,10 +65,10 @@ def test_bad_workspace_file(figures, gs, _isolated_storage, name):
 ])
 def test_bad_prepare_arguments(figures, gs, _isolated_storage, arguments):
     gs.say("", files=[("a.png", images.png())])
-    response = gs.add(action="prepare", **arguments)
-    assert 400 <= response.status_code < 500, response.content
-    assert response.json()["error"]["code"]
-    figures.add("bad_inputs_tried")
+    error = refused_alike(both_ways(gs.dsh, gs.session, "arkme_extension_preview_add",
+                                    {"action": "prepare", "extension": gs.extension, **arguments}))
+    assert error["code"]
+    figures.add("bad_inputs_tried", 2)
     assert_nothing_written(_isolated_storage)
 
 
@@ -80,15 +82,19 @@ def test_bad_prepare_arguments(figures, gs, _isolated_storage, arguments):
 def test_bad_confirm_arguments(figures, gs, _isolated_storage, arguments):
     response = gs.add(**arguments)
     assert response.status_code in (400, 404), response.content
-    figures.add("bad_inputs_tried")
+    over_mcp = Mcp(gs.dsh, gs.session).call_answering(
+        "arkme_extension_preview_add", {"extension": gs.extension, **arguments}, accept(reply="确认"))
+    assert error_of(over_mcp) == response.json()["error"]
+    figures.add("bad_inputs_tried", 2)
     assert_nothing_written(_isolated_storage)
 
 
 def test_symlink_escape_changes_nothing(figures, gs, _isolated_storage, tmp_path):
     (tmp_path / "secret.png").write_bytes(images.png())
     os.symlink(tmp_path / "secret.png", gs.workspace / "escape.png")
-    response = gs.prepare(source="workspace", workspace_paths=["escape.png"])
-    assert response.status_code == 422
-    assert "escape" not in response.content.decode()
-    figures.add("bad_inputs_tried")
+    outcomes = both_ways(gs.dsh, gs.session, "arkme_extension_preview_add", {
+        "action": "prepare", "extension": gs.extension, "source": "workspace", "workspace_paths": ["escape.png"]})
+    error = refused_alike(outcomes)
+    assert "escape" not in str(error)
+    figures.add("bad_inputs_tried", 2)
     assert_nothing_written(_isolated_storage)

@@ -44,7 +44,7 @@ def mcp_label(path: str, data) -> str:
         return path
     try:
         message = json.loads(data)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return path
     if isinstance(message, dict) and message.get("method") == "tools/call":
         name = (message.get("params") or {}).get("name")

@@ -96,3 +96,50 @@ def value_of(result: dict) -> dict:
     assert result["isError"] is False, result
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
     return result["structuredContent"]
+
+
+@dataclass
+class Outcome:
+    """One call's end, whichever door it came through: refused with the REST error, or a result."""
+
+    refused: bool
+    error: dict | None
+    result: dict | None
+
+
+def rest_outcome(response) -> Outcome:
+    body = response.json()
+    if response.status_code >= 400:
+        return Outcome(True, body["error"], None)
+    if body.get("decision") == "deny":
+        return Outcome(True, body["error"], None)
+    return Outcome(False, None, body.get("result"))
+
+
+def mcp_outcome(result: dict) -> Outcome:
+    if result.get("isError"):
+        return Outcome(True, error_of(result), None)
+    return Outcome(False, None, value_of(result))
+
+
+def both_ways(dsh, session: str, tool: str, arguments: dict, *,
+              human: Callable[[dict], dict] = accept(approve=True, reply="确认")) -> dict[str, Outcome]:
+    """The same call through REST (pre-execute, then execute with the approval when asked) and
+    through MCP (the 2026-07-28 client whose human approves and confirms)."""
+    rest = dsh.pre_execute(session, tool, arguments)
+    decision = rest.json().get("decision") if rest.status_code == 200 else None
+    if decision == "ask":
+        rest = dsh.execute(session, tool, arguments, approval=rest.json()["approval"])
+    elif decision == "allow":
+        rest = dsh.execute(session, tool, arguments)
+    over_mcp = Mcp(dsh, session).call_answering(tool, arguments, human)
+    return {"rest": rest_outcome(rest), "mcp": mcp_outcome(over_mcp)}
+
+
+def refused_alike(outcomes: dict[str, Outcome]) -> dict:
+    """Both doors refused, with the same error; returns it."""
+    rest, over_mcp = outcomes["rest"], outcomes["mcp"]
+    assert rest.refused and over_mcp.refused, outcomes
+    assert rest.error == over_mcp.error, outcomes
+    assert rest.error is not None
+    return rest.error

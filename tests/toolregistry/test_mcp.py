@@ -13,9 +13,6 @@ from toolregistry.models import ApprovalGrant, ToolCall
 
 ERAS = [MODERN, LEGACY, "2025-06-18"]
 
-# Real commits, as a served request has: django-mcpz runs a tool in a savepoint whenever a
-# transaction is open (a test's), which would hide what a refusal writes and trip durable blocks.
-pytestmark = pytest.mark.django_db(transaction=True)
 APPROVE = "arkme_id_change"
 
 
@@ -315,3 +312,38 @@ def test_malformed_json_rpc_is_a_json_rpc_error(mcp, body):
     response = mcp.dsh.api.generic("POST", mcp.path, body, content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"]["code"] in (-32700, -32600)
+
+
+DEEP = "[" * 5000 + "]" * 5000
+SURROGATE = '"\\ud800"'
+
+
+@pytest.mark.parametrize("version", [MODERN, LEGACY])
+def test_hostile_bodies_are_refused_and_write_nothing(dsh, session, version, figures):
+    """The malformed-request catalogue, through the MCP door: never a 500, nothing written."""
+    client = Mcp(dsh, session, version=version)
+    head = {"MCP-Protocol-Version": version}
+    if version == MODERN:
+        head.update({"Mcp-Method": "tools/call", "Mcp-Name": APPROVE})
+    meta = ('"_meta": {"io.modelcontextprotocol/protocolVersion": "%s", '
+            '"io.modelcontextprotocol/clientCapabilities": {}}, ' % MODERN) if version == MODERN else ""
+    call = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {%s"name": "%s", "arguments": %s}}'
+    bodies = [
+        call % (meta, APPROVE, DEEP),
+        call % (meta, APPROVE, '{"arkme_id": %s}' % SURROGATE),
+        call % (meta, APPROVE, '{%s: "x"}' % SURROGATE),
+        (call % (meta, "arkme_context", "{}")).replace('"id": 1', '"id": %s' % SURROGATE),
+        (call % (meta, APPROVE, '{"arkme_id": "abcdefgh"}'))[:-2] + ', "requestState": %s}}' % SURROGATE,
+        '{"jsonrpc": "2.0", "id": 1, "method": %s}' % SURROGATE,
+        DEEP,
+    ]
+    for body in bodies:
+        response = dsh.api.generic("POST", client.path, body.encode(), content_type="application/json", headers=head)
+        assert response.status_code in (200, 400), (body[:80], response.status_code)
+        message = response.json()
+        if "result" in message:
+            assert message["result"]["isError"] is True, message
+        else:
+            assert message["error"]["code"] in (-32700, -32600, -32602, -32020), message
+        figures.add("hostile_requests_refused")
+    assert not ApprovalGrant.objects.exists() and not ToolCall.objects.exists() and not Message.objects.exists()

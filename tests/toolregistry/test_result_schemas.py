@@ -1,7 +1,6 @@
 """Each tool's result fits its output schema; the OpenAPI schema publishes the same schemas."""
 from __future__ import annotations
 
-import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 from tests.support.dsh import LEDGER
@@ -50,7 +49,6 @@ def test_the_openapi_schema_publishes_each_tools_result_schema(client):
     assert len(refs) == len(CATALOG.modules)
 
 
-@pytest.mark.django_db(transaction=True)
 def test_every_tool_over_mcp_returns_what_its_listed_output_schema_says(dsh, gs, world, refs):
     """The same flow through the MCP door, each success checked against the ``outputSchema``
     that ``tools/list`` published (not the catalog's copy)."""

@@ -30,14 +30,15 @@ from urllib.parse import urlsplit
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django_mcpz.elicitation import Elicitation
-from django_mcpz.jsonrpc import INVALID_REQUEST, error_response
+from django_mcpz.jsonrpc import INVALID_REQUEST, PARSE_ERROR, error_response
 from django_mcpz.server import ElicitationDeclinedError, MCPServer, ToolError, elicit, host_allowed
+from rest_framework.exceptions import ParseError
 
 from arkme.conversations.clients import client_for_key
 from arkme.conversations.messages import message_record
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_for_client
-from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, NotAuthenticated
+from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, ErrorCode, NotAuthenticated
 from arkme.kernel.ids import token_digest
 
 from ..approvals import SealedApproval
@@ -47,6 +48,7 @@ from ..models import Surface
 from ..registrar import CompiledTool, Toolset
 from ..sessions import session_toolset
 from .idempotency_key import idempotency_key_of
+from .parsers import loads_strict
 
 SERVER_NAME = "arkme-tool-registry"
 SERVER_VERSION = "1"
@@ -229,6 +231,29 @@ def _tool_function(tool: CompiledTool) -> Any:
     return run
 
 
+# A refusal's ``structuredContent`` is the REST envelope. Clients validate structured content
+# against ``outputSchema`` (the TypeScript SDK even on tool errors), so the published schema
+# admits both: the tool's result or the envelope.
+ERROR_ENVELOPE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"error": {
+        "type": "object",
+        "properties": {"code": {"enum": [str(code) for code in ErrorCode]}, "message": {"type": "string"},
+                       "details": {"type": "object"}},
+        "required": ["code", "message"],
+        "additionalProperties": False,
+    }},
+    "required": ["error"],
+    "additionalProperties": False,
+}
+
+
+def output_schema(tool: CompiledTool) -> dict[str, Any]:
+    """The MCP ``outputSchema``: the tool's result schema (its OpenAPI ``ToolResult_<name>``),
+    or a refusal's envelope."""
+    return {"type": "object", "anyOf": [dict(tool.definition.output_schema), ERROR_ENVELOPE_SCHEMA]}
+
+
 def _build_server(toolset: Toolset) -> SessionServer:
     server = SessionServer(name=SERVER_NAME, version=SERVER_VERSION, title="Arkme tool registry",
                            instructions=toolset.prompt or None, auth=lambda request: None)
@@ -236,7 +261,7 @@ def _build_server(toolset: Toolset) -> SessionServer:
         hints = tool.metadata.annotations()
         server.tool(
             name=tool.metadata.name, title=tool.metadata.title, description=tool.definition.description,
-            input_schema=dict(tool.definition.input_schema), output_schema=dict(tool.definition.output_schema),
+            input_schema=dict(tool.definition.input_schema), output_schema=output_schema(tool),
             read_only=hints["readOnlyHint"], destructive=hints["destructiveHint"],
             idempotent=hints["idempotentHint"], open_world=hints["openWorldHint"],
         )(_tool_function(tool))
@@ -295,6 +320,12 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
         if error.http_status == HTTPStatus.UNAUTHORIZED:
             response["WWW-Authenticate"] = WWW_AUTHENTICATE
         return response
+    try:
+        # The same limits as every JSON body here (depth, valid Unicode): the protocol library's
+        # decoder would meet a deeply nested body with a RecursionError.
+        loads_strict(request.body)
+    except ParseError as error:
+        return error_response(None, PARSE_ERROR, str(error.detail), status=HTTPStatus.BAD_REQUEST)
     request.arkme_mcp = _Call(client=client, session=agent_session)  # type: ignore[attr-defined]
     # Opaque: the state is signed, not encrypted, and a host may read it.
     principal = "dsh" + token_digest(f"{client.pk}:{agent_session.public_id}")[:32]

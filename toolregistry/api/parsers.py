@@ -34,17 +34,21 @@ def _check(value: Any, depth: int = 0) -> None:
             _check(item, depth + 1)
 
 
+def loads_strict(raw: bytes) -> Any:
+    """The body as JSON, or ``ParseError``: not JSON, too deep, or not valid Unicode."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: a body nested thousands of levels deep.
+        raise ParseError("The request body is not valid JSON.") from exc
+    _check(data)
+    return data
+
+
 class StrictJSONParser(JSONParser):
     def parse(self, stream: IO[bytes], media_type: str | None = None,
               parser_context: Mapping[str, Any] | None = None) -> Any:
-        raw = stream.read() if stream is not None else b""
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:
-            # RecursionError: a body nested thousands of levels deep.
-            raise ParseError("The request body is not valid JSON.") from exc
-        _check(data)
-        return data
+        return loads_strict(stream.read() if stream is not None else b"")
 
 
 class _TailRecorder:
