@@ -61,8 +61,8 @@ class OutcomeFilter(_FixedChoiceFilter):
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "session_public_id", "tool_name", "tool_id", "outcome", "http_status",
-                    "duration_ms", "replayed")
-    list_filter = (ToolFilter, OutcomeFilter, "replayed")
+                    "duration_ms", "replayed", "surface")
+    list_filter = (ToolFilter, OutcomeFilter, "surface", "replayed")
     search_fields = ("=session_public_id", "=tool_name", "=outcome")
     paginator = EstimatedCountPaginator
     show_full_result_count = False

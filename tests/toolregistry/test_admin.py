@@ -51,3 +51,15 @@ def test_the_revoke_action_revokes_through_the_service(staff, dsh):
     assert "Revoked 1 client key(s)." in response.content.decode()
     assert DshClient.objects.get(pk=dsh.client.pk).revoked_at is not None
     assert dsh.get("catalog").status_code == 401
+
+
+def test_the_audit_filters_by_surface(staff, dsh, world):
+    from tests.support.mcp import Mcp
+
+    session = dsh.open_session(world.alice)["session"]
+    dsh.execute(session, "arkme_context", {})
+    Mcp(dsh, session).call("arkme_group_member_candidates", {"source_ref": "nope"})
+    over_mcp = staff.get("/admin/toolregistry/toolcall/?surface__exact=mcp").content.decode()
+    assert "arkme_group_member_candidates" in over_mcp and "arkme.context@1" not in over_mcp
+    over_rest = staff.get("/admin/toolregistry/toolcall/?surface__exact=rest").content.decode()
+    assert "arkme.context@1" in over_rest and "arkme_group_member_candidates" not in over_rest

@@ -235,3 +235,16 @@ def _leaves(group: BaseException) -> list[BaseException]:
     if isinstance(group, BaseExceptionGroup):
         return [leaf for inner in group.exceptions for leaf in _leaves(inner)]
     return [group]
+
+
+def test_the_readme_python_host_runs_as_written(host, capsys):
+    """README's MCP example, run against the live server with only its URL and key filled in."""
+    _, key, _, _, url = host
+    readme = (Path(settings.BASE_DIR) / "README.md").read_text()
+    section = readme[readme.index("## The MCP surface"):]
+    code = section[section.index("```python") + len("```python"):section.index("```\n", section.index("```python"))]
+    code = code.replace('"http://127.0.0.1:8000/dsh/v1/sessions/SESSION/mcp", "DSH_KEY"', f'"{url}", "{key}"')
+    assert url in code
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - the README's own code
+    printed = capsys.readouterr().out
+    assert "arkme_context" in printed and "'display_name': 'Alice'" in printed

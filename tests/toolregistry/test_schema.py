@@ -38,3 +38,10 @@ def test_schema_is_valid_openapi_3_1(db):
     schema = APIClient().get("/dsh/v1/schema/?format=json").json()
     assert schema["openapi"] == "3.1.0"
     validate_schema(schema)  # raises on an invalid document
+
+
+def test_schema_documents_the_mcp_endpoint(db):
+    schema = APIClient().get("/dsh/v1/schema/?format=json").json()
+    mcp = schema["paths"]["/dsh/v1/sessions/{session}/mcp"]["post"]
+    assert mcp["operationId"] == "session_mcp" and {"200", "401", "404", "405"} <= set(mcp["responses"])
+    assert any("sessions/{s}/mcp" in line for line in schema["info"]["x-contract-additions"])

@@ -43,5 +43,53 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "An Idempotency-Key still in use by a running call is 409 idempotency_in_progress after 10 s.",
         "Each tool's result has a JSON Schema (ToolResult_<name>), also in `arkme_catalog export --json`.",
         "error.code is an enum: the registry of every code the service answers with (ErrorCodeEnum).",
+        "POST sessions/{s}/mcp is the session's Model Context Protocol endpoint (JSON-RPC, documented "
+        "below and in README 'The MCP surface'); its outputSchema for a tool is ToolResult_<name> or "
+        "the error envelope.",
+        "approval_declined (403): over MCP, the human declined the approval elicitation; nothing ran.",
+        "The audit records the surface (rest or mcp) of every tool call.",
     ]
+    result.setdefault("paths", {})[MCP_PATH] = _mcp_path()
     return result
+
+
+MCP_PATH = "/dsh/v1/sessions/{session}/mcp"
+
+
+def _mcp_path() -> dict[str, Any]:
+    """The MCP endpoint, described for OpenAPI readers. Its body is JSON-RPC 2.0 as the MCP
+    specification defines it (versions 2026-07-28, 2025-11-25, 2025-06-18), not a REST schema."""
+    message = {"type": "object", "required": ["jsonrpc", "method"], "properties": {
+        "jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]}, "method": {"type": "string"},
+        "params": {"type": "object"}}}
+    return {"post": {
+        "operationId": "session_mcp",
+        "summary": "The session as a Model Context Protocol server (Streamable HTTP, JSON responses)",
+        "description": (
+            "Methods: server/discover (2026-07-28), initialize and ping (2025-11-25, 2025-06-18, served "
+            "statelessly), tools/list (the session view's tools with title, outputSchema and annotations) "
+            "and tools/call (the same pipeline as execute). Pre-execute approvals are form elicitations on "
+            "2026-07-28 and `_meta[\"io.arkme/approval\"]` (from pre-execute) before it. An "
+            "`Idempotency-Key` header applies to a tools/call. GET and DELETE are 405; a foreign Origin is 403."
+        ),
+        "tags": ["mcp"],
+        "parameters": [
+            {"name": "session", "in": "path", "required": True, "schema": {"type": "string"}},
+            {"name": "MCP-Protocol-Version", "in": "header", "required": False, "schema": {"type": "string"}},
+            {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
+        ],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": message}}},
+        "responses": {
+            "200": {"description": "A JSON-RPC response (a result or a JSON-RPC error).",
+                    "content": {"application/json": {"schema": {"type": "object"}}}},
+            "202": {"description": "A notification, accepted."},
+            "400": {"description": "A malformed message or missing 2026-07-28 headers (a JSON-RPC error)."},
+            "401": {"description": "Missing or invalid client key.",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}},
+            "403": {"description": "An Origin that is not an allowed host."},
+            "404": {"description": "Unknown, closed or another client's session.",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}},
+            "405": {"description": "Any method but POST."},
+        },
+        "security": [{"dshClientKey": []}],
+    }}
