@@ -60,6 +60,6 @@ def test_the_audit_filters_by_surface(staff, dsh, world):
     dsh.execute(session, "arkme_context", {})
     Mcp(dsh, session).call("arkme_group_member_candidates", {"source_ref": "nope"})
     over_mcp = staff.get("/admin/toolregistry/toolcall/?surface__exact=mcp").content.decode()
-    assert "arkme_group_member_candidates" in over_mcp and "arkme.context@1" not in over_mcp
+    assert "arkme.group_member.candidates@1" in over_mcp and "arkme.context@1" not in over_mcp
     over_rest = staff.get("/admin/toolregistry/toolcall/?surface__exact=rest").content.decode()
-    assert "arkme.context@1" in over_rest and "arkme_group_member_candidates" not in over_rest
+    assert "arkme.context@1" in over_rest and "arkme.group_member.candidates@1" not in over_rest
