@@ -20,7 +20,8 @@ ORDER = [
     ("candidates_growth", "bench.candidates_growth", True),
     ("prepare_peak_memory", "bench.peak_memory", False),
     ("api_throughput", "bench.api_throughput", True),
-    ("catalog_vs_mcp", "bench.catalog_vs_mcp", False),
+    ("mcp_tools_list", "bench.mcp_tools_list", False),
+    ("mcp_call", "bench.mcp_call", False),
 ]
 GOALS = {
     "candidates_growth": ("itself at 1k chats and 500 members", "≤ 2× time at 10×, ≤ 3 queries"),

@@ -1,3 +1,5 @@
+import os
+
 from django.urls import path
 
 from arkme.urls import urlpatterns as product
@@ -9,3 +11,9 @@ urlpatterns = [
     path("bench/floor/<str:session>/candidates", FloorCandidatesView.as_view()),
     *product,
 ]
+
+# The MCP benchmarks serve a catalog of N tools through the product's own path.
+if os.environ.get("ARKME_BENCH_MCP_TOOLS"):
+    from .mcp_tools import install
+
+    install(int(os.environ["ARKME_BENCH_MCP_TOOLS"]))

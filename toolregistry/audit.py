@@ -1,11 +1,15 @@
 """The audit of tool calls: what ran and how it ended, never its arguments."""
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
+from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession
+from arkme.kernel.sql import column, table
 
 from .models import Surface, ToolCall
 
@@ -13,13 +17,25 @@ OK = "ok"
 SERVER_ERROR = "server_error"
 
 
+_COLUMNS = ("session", "session_public_id", "tool_name", "tool_id", "outcome", "http_status", "duration_ms",
+            "replayed", "surface", "created_at")
+
+
+@functools.cache
+def _insert_sql(vendor: str) -> str:
+    """The audit row's INSERT, written once per database vendor: every tool call writes one, and
+    building it with the ORM cost more than the write itself (docs/PERFORMANCE.md)."""
+    names = ", ".join(column(ToolCall, name) for name in _COLUMNS)
+    marks = ", ".join(["%s"] * len(_COLUMNS))
+    return f"INSERT INTO {table(ToolCall)} ({names}) VALUES ({marks})"  # noqa: S608 - identifiers from the model
+
+
 def tool_call_record(*, session: AgentSession, tool_name: str, tool_id: str, outcome: str, http_status: int,
-                     duration_ms: int, replayed: bool, surface: Surface = Surface.REST) -> ToolCall:
-    return ToolCall.objects.create(
-        session=session, session_public_id=session.public_id, tool_name=tool_name[:64], tool_id=tool_id, outcome=outcome[:64],
-        http_status=http_status, duration_ms=duration_ms, replayed=replayed,
-        surface=surface,
-    )
+                     duration_ms: int, replayed: bool, surface: Surface = Surface.REST) -> None:
+    values: list[Any] = [session.pk, session.public_id, tool_name[:64], tool_id, outcome[:64], http_status, duration_ms,
+              replayed, str(surface), connection.ops.adapt_datetimefield_value(timezone.now())]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(connection.vendor), values)
 
 
 def tool_calls_prune(*, older_than_days: int, batch_size: int = 5000) -> int:

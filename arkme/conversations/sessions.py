@@ -13,11 +13,12 @@ from django.utils import timezone
 
 from arkme.accounts.models import Account
 from arkme.accounts.selectors import account_by_public_id
-from arkme.kernel.errors import ErrorCode, Forbidden, InvalidRequest, NotFound
+from arkme.kernel.errors import ErrorCode, Forbidden, InvalidRequest, NotAuthenticated, NotFound
 from arkme.kernel.profiles import Profile
-from arkme.kernel.sql import column, field_of
+from arkme.kernel.sql import column, field_of, table
 
 from .attachments import delete_attachments
+from .clients import client_for_key, client_key_digest
 from .models import AgentSession, CapturedAttachment, DshClient
 from .signals import sessions_ended
 
@@ -60,6 +61,23 @@ def _session_sql(vendor: str) -> str:
     ``account_public_id`` and ``account_is_active``.
     """
     quote = connection.ops.quote_name
+    return f"{_session_select(vendor)} WHERE s.{quote('client_id')} = %s AND s.{quote('public_id')} = %s"
+
+
+@functools.cache
+def _keyed_session_sql(vendor: str) -> str:
+    """The same read found by the client's key digest instead of its id: the key check and the
+    session read in one statement, for the MCP endpoint (one request, one round trip)."""
+    quote = connection.ops.quote_name
+    return (
+        f"{_session_select(vendor)} JOIN {table(DshClient)} c ON c.{column(DshClient, 'id')} = s.{quote('client_id')}"
+        f" WHERE c.{column(DshClient, 'key_hash')} = %s AND c.{column(DshClient, 'revoked_at')} IS NULL"
+        f" AND s.{quote('public_id')} = %s"
+    )
+
+
+def _session_select(vendor: str) -> str:
+    quote = connection.ops.quote_name
     fields = [field_of(AgentSession, name) for name in _SESSION_FIELDS]
     columns = ", ".join(f"s.{quote(str(field.column))} AS {quote(field.attname)}" for field in fields)
     account = {name: column(Account, name) for name in ("id", "public_id", "is_active")}
@@ -69,12 +87,16 @@ def _session_sql(vendor: str) -> str:
         f" a.{account['is_active']} AS account_is_active"
         f" FROM {quote(AgentSession._meta.db_table)} s"
         f" JOIN {quote(Account._meta.db_table)} a ON a.{account['id']} = s.{quote('account_id')}"
-        f" WHERE s.{quote('client_id')} = %s AND s.{quote('public_id')} = %s"
     )
 
 
-def _session_row(client: DshClient, public_id: str) -> AgentSession | None:
-    session = next(iter(AgentSession.objects.raw(_session_sql(connection.vendor), [client.pk, public_id])), None)
+def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -> AgentSession | None:
+    params: list[str | int]
+    if client is None:
+        sql, params = _keyed_session_sql(connection.vendor), [key_hash, public_id]
+    else:
+        sql, params = _session_sql(connection.vendor), [client.pk, public_id]
+    session = next(iter(AgentSession.objects.raw(sql, params)), None)
     if session is not None:
         # The account as select_related would have attached it, with only these columns loaded.
         row: Any = session  # the raw query added the account's two columns
@@ -91,6 +113,25 @@ def session_for_client(client: DshClient, public_id: str, *, for_update: bool = 
         session = next(iter(queryset.order_by()[:1]), None)
     else:
         session = _session_row(client, str(public_id))
+    return _checked(session)
+
+
+def session_for_key(key: str, public_id: str) -> tuple[DshClient, AgentSession]:
+    """The client a key names and its session, read in one statement; ``NotAuthenticated``
+    for a key that names no active client, else ``session_for_client``'s one 404."""
+    key_hash = client_key_digest(key)
+    session = _session_row(None, str(public_id), key_hash) if key_hash else None
+    if session is None:
+        client = client_for_key(key)
+        if client is None:
+            raise NotAuthenticated("The client key is not valid.")
+        return client, session_for_client(client, public_id)
+    # Only the id: the call needs no more of the client than whose it is.
+    client = DshClient.from_db(connection.alias, ["id"], [session.client_id])
+    return client, _checked(session)
+
+
+def _checked(session: AgentSession | None) -> AgentSession:
     # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
     if (session is None or session.closed_at is not None or session.last_seen_at < _idle_cutoff()
             or not session.account.is_active):

@@ -248,3 +248,19 @@ def test_the_readme_python_host_runs_as_written(host, capsys):
     exec(compile(code, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - the README's own code
     printed = capsys.readouterr().out
     assert "arkme_context" in printed and "'display_name': 'Alice'" in printed
+
+
+@pytest.mark.parametrize("profile", ["business", "atomic", "hybrid", "disabled"])
+def test_lists_follow_the_profile(live_server, world, profile):
+    client, key = dsh_client_create(name=f"profile-{profile}")
+    api = RecordingClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    dsh = Dsh(api=api, key=key, client=client)
+    session = dsh.open_session(world.alice, profile=profile)["session"]
+    url = f"{live_server.url}/dsh/v1/sessions/{session}/mcp"
+
+    async def listing():
+        async with connect(url, key, MODERN) as sdk:
+            return [tool.name for tool in (await sdk.list_tools()).tools]
+
+    assert run(listing) == [t["name"] for t in dsh.get(f"sessions/{session}").json()["tools"]]

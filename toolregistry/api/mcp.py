@@ -34,10 +34,9 @@ from django_mcpz.jsonrpc import INVALID_REQUEST, PARSE_ERROR, error_response
 from django_mcpz.server import ElicitationDeclinedError, MCPServer, ToolError, elicit, host_allowed
 from rest_framework.exceptions import ParseError
 
-from arkme.conversations.clients import client_for_key
 from arkme.conversations.messages import message_record
 from arkme.conversations.models import AgentSession, DshClient
-from arkme.conversations.sessions import session_for_client
+from arkme.conversations.sessions import session_for_key
 from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, ErrorCode, NotAuthenticated
 from arkme.kernel.ids import token_digest
 
@@ -294,14 +293,11 @@ def _origin_allowed(request: HttpRequest) -> bool:
     return host is not None and host_allowed(host)
 
 
-def _client(request: HttpRequest) -> DshClient:
+def _key(request: HttpRequest) -> str:
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not key or " " in key.strip():
+    if scheme.lower() != "bearer" or not key.strip() or " " in key.strip():
         raise NotAuthenticated("Use 'Authorization: Bearer <client key>'.")
-    client = client_for_key(key.strip())
-    if client is None:
-        raise NotAuthenticated("The client key is not valid.")
-    return client
+    return key.strip()
 
 
 @csrf_exempt
@@ -313,8 +309,7 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
         # DNS rebinding: a browser page on another origin must not reach a local server.
         return error_response(None, INVALID_REQUEST, "Invalid Origin header", status=HTTPStatus.FORBIDDEN)
     try:
-        client = _client(request)
-        agent_session = session_for_client(client, session)
+        client, agent_session = session_for_key(_key(request), session)
     except ArkmeError as error:
         response = JsonResponse(error.as_envelope(), status=error.http_status)
         if error.http_status == HTTPStatus.UNAUTHORIZED:
