@@ -3,6 +3,11 @@ from django.urls import include, path
 
 from .health import ReadinessView, healthz
 
+admin.site.site_header = "Arkme tool registry"
+admin.site.site_title = "Arkme tool registry"
+# The service has no public site to view: the link would lead to a 404.
+admin.site.site_url = None
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", ReadinessView.as_view(), name="readyz"),

@@ -63,3 +63,12 @@ def test_the_audit_filters_by_surface(staff, dsh, world):
     assert "arkme.group_member.candidates@1" in over_mcp and "arkme.context@1" not in over_mcp
     over_rest = staff.get("/admin/toolregistry/toolcall/?surface__exact=rest").content.decode()
     assert "arkme.context@1" in over_rest and "arkme.group_member.candidates@1" not in over_rest
+
+
+def test_the_index_names_groups_once_and_links_no_missing_site(staff):
+    import re
+
+    page = staff.get("/admin/").content.decode()
+    assert len(re.findall(r">Groups</a>", page)) == 1  # Arkme's groups; no permission groups beside them
+    assert "View site" not in page
+    assert "Arkme tool registry" in page
