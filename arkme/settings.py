@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "health_check",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "arkme.apps.ArkmeConfig",
     "arkme.accounts.apps.AccountsConfig",
     "arkme.conversations.apps.ConversationsConfig",
@@ -78,6 +79,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "arkme.kernel.budget.RequestBudgetMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the admin's styles) from the web process itself, compressed and cached.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -181,7 +184,7 @@ else:
 STORAGES = {
     "default": _blob_storage,
     "blobs": _blob_storage,
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
 # --- The registry and its tools --------------------------------------------------------
@@ -286,6 +289,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    # Swagger UI and Redoc from the sidecar package, served as static files: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": r"/dsh/v1",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -309,6 +316,13 @@ if _env_bool("DJANGO_SECURE_COOKIES", default=not DEBUG):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if _env_bool("DJANGO_BEHIND_PROXY") else None
+# HTTPS only, once the deployment is: both off by default so `make run` works on plain HTTP.
+SECURE_SSL_REDIRECT = _env_bool("DJANGO_SSL_REDIRECT")
+# Probes come from inside the deployment, often over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = _env_int("DJANGO_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = _env_bool("DJANGO_HSTS_PRELOAD")
 
 LOGGING = {
     "version": 1,

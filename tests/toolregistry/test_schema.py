@@ -1,6 +1,9 @@
 """The OpenAPI schema documents every endpoint and every tool's arguments."""
 from __future__ import annotations
 
+import re
+
+from django.contrib.staticfiles import finders
 from rest_framework.test import APIClient
 
 from toolregistry.catalog import CATALOG
@@ -45,3 +48,27 @@ def test_schema_documents_the_mcp_endpoint(db):
     mcp = schema["paths"]["/dsh/v1/sessions/{session}/mcp"]["post"]
     assert mcp["operationId"] == "session_mcp" and {"200", "401", "404", "405"} <= set(mcp["responses"])
     assert any("sessions/{s}/mcp" in line for line in schema["info"]["x-contract-additions"])
+
+
+def test_swagger_ui_and_redoc_are_served_from_here(client, db):
+    for path, marker in (("/dsh/v1/docs/", "swagger-ui"), ("/dsh/v1/redoc/", "redoc")):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        page = response.content.decode()
+        assert marker in page.lower() and "/dsh/v1/schema/" in page
+        # Every script and stylesheet comes from this service, none from a CDN.
+        assert not re.findall(r'(?:src|href)="https?://', page), path
+        for asset in re.findall(r'(?:src|href)="(/static/[^"]+)"', page):
+            assert finders.find(asset.removeprefix("/static/")), asset
+
+
+def test_static_files_are_served_by_the_web_process(settings, tmp_path):
+    """WhiteNoise: the admin is styled under gunicorn, with no separate file server."""
+    from django.core.management import call_command
+    from django.test import Client
+
+    settings.STATIC_ROOT = tmp_path / "static"
+    call_command("collectstatic", "--noinput", verbosity=0)
+    response = Client().get("/static/admin/css/base.css")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/css")
+    assert b"".join(response.streaming_content)

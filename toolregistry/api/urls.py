@@ -1,5 +1,5 @@
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from . import mcp, views
 
@@ -15,4 +15,6 @@ urlpatterns = [
     path("sessions/<str:session>/tools/<str:name>/execute", views.ExecuteApi.as_view(), name="execute"),
     path("sessions/<str:session>/mcp", mcp.session_mcp, name="mcp"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="dsh:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="dsh:schema"), name="redoc"),
 ]
