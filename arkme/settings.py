@@ -77,6 +77,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "arkme.kernel.logs.RequestIdMiddleware",
     "arkme.kernel.budget.RequestBudgetMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's styles) from the web process itself, compressed and cached.
@@ -324,11 +325,20 @@ SECURE_HSTS_SECONDS = _env_int("DJANGO_HSTS_SECONDS", 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS")
 SECURE_HSTS_PRELOAD = _env_bool("DJANGO_HSTS_PRELOAD")
 
+# JSON lines with the request id (ARKME_LOG_FORMAT=plain for a terminal).
+ARKME_LOG_FORMAT = os.environ.get("ARKME_LOG_FORMAT", "json").strip() or "json"
+if ARKME_LOG_FORMAT not in {"json", "plain"}:
+    raise ImproperlyConfigured("ARKME_LOG_FORMAT must be json or plain")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "arkme.kernel.logs.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "arkme.kernel.logs.StructuredFormatter"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": ARKME_LOG_FORMAT,
+                             "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("ARKME_LOG_LEVEL", "INFO")},
     "loggers": {"django.request": {"level": "ERROR"}},
 }

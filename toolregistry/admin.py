@@ -63,7 +63,7 @@ class ToolCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "session_public_id", "tool_name", "tool_id", "outcome", "http_status",
                     "duration_ms", "replayed", "surface")
     list_filter = (ToolFilter, OutcomeFilter, "surface", "replayed")
-    search_fields = ("=session_public_id", "=tool_name", "=outcome")
+    search_fields = ("=session_public_id", "=tool_name", "=outcome", "=request_id")
     paginator = EstimatedCountPaginator
     show_full_result_count = False
 

@@ -9,6 +9,7 @@ from django.db import connection
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession
+from arkme.kernel.logs import current_request_id
 from arkme.kernel.sql import column, table
 
 from .models import Surface, ToolCall
@@ -18,7 +19,7 @@ SERVER_ERROR = "server_error"
 
 
 _COLUMNS = ("session", "session_public_id", "tool_name", "tool_id", "outcome", "http_status", "duration_ms",
-            "replayed", "surface", "created_at")
+            "replayed", "surface", "request_id", "created_at")
 
 
 @functools.cache
@@ -33,7 +34,7 @@ def _insert_sql(vendor: str) -> str:
 def tool_call_record(*, session: AgentSession, tool_name: str, tool_id: str, outcome: str, http_status: int,
                      duration_ms: int, replayed: bool, surface: Surface = Surface.REST) -> None:
     values: list[Any] = [session.pk, session.public_id, tool_name[:64], tool_id, outcome[:64], http_status, duration_ms,
-              replayed, str(surface), connection.ops.adapt_datetimefield_value(timezone.now())]
+              replayed, str(surface), current_request_id(), connection.ops.adapt_datetimefield_value(timezone.now())]
     with connection.cursor() as cursor:
         cursor.execute(_insert_sql(connection.vendor), values)
 

@@ -64,6 +64,8 @@ class ToolCall(models.Model):
     replayed = models.BooleanField(default=False)
     surface = models.CharField(max_length=8, choices=Surface.choices, default=Surface.REST,
                                help_text="The door the call came through: the REST API or the MCP endpoint.")
+    request_id = models.CharField(max_length=64, blank=True, default="", db_index=True,
+                                  help_text="The HTTP request's X-Request-ID, also on its log lines.")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
