@@ -17,3 +17,13 @@ errorlog = "-"
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
 # The proxy in front terminates TLS; X-Forwarded-* is trusted from it only (DJANGO_BEHIND_PROXY).
 forwarded_allow_ips = "127.0.0.1"
+
+
+def child_exit(server, worker):
+    """With PROMETHEUS_MULTIPROC_DIR set, a dead worker's live gauges stop counting."""
+    import os
+
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

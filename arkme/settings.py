@@ -325,6 +325,9 @@ SECURE_HSTS_SECONDS = _env_int("DJANGO_HSTS_SECONDS", 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS")
 SECURE_HSTS_PRELOAD = _env_bool("DJANGO_HSTS_PRELOAD")
 
+# GET /metrics answers only this bearer token; unset, the endpoint does not exist.
+ARKME_METRICS_TOKEN = os.environ.get("ARKME_METRICS_TOKEN", "").strip()
+
 # JSON lines with the request id (ARKME_LOG_FORMAT=plain for a terminal).
 ARKME_LOG_FORMAT = os.environ.get("ARKME_LOG_FORMAT", "json").strip() or "json"
 if ARKME_LOG_FORMAT not in {"json", "plain"}:

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from .health import ReadinessView, healthz
+from .kernel.metrics import metrics_view
 
 admin.site.site_header = "Arkme tool registry"
 admin.site.site_title = "Arkme tool registry"
@@ -11,6 +12,7 @@ admin.site.site_url = None
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", ReadinessView.as_view(), name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("dsh/v1/", include("toolregistry.api.urls")),

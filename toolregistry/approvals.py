@@ -12,6 +12,7 @@ from django.utils import timezone
 from arkme.conversations.models import AgentSession
 from arkme.kernel.errors import ApprovalRequired
 from arkme.kernel.ids import token_digest
+from arkme.kernel.metrics import APPROVALS
 
 from .models import ApprovalGrant
 
@@ -43,13 +44,13 @@ def _spend_sealed(*, session: AgentSession, tool_name: str, digest: str, sealed:
     now = timezone.now()
     expires_at = sealed.asked_at + timedelta(seconds=settings.ARKME_APPROVAL_TTL_SECONDS)
     if expires_at <= now:
-        raise ApprovalRequired(details={"reason": "expired"})
+        raise _refused("expired")
     try:
         with transaction.atomic():  # a savepoint: a replay fails here and the caller's transaction lives on
             ApprovalGrant.objects.create(session=session, tool_name=tool_name, arguments_digest=digest,
                                          token_hash=sealed.token_hash, expires_at=expires_at, used_at=now)
     except IntegrityError:
-        raise ApprovalRequired(details={"reason": "used"}) from None
+        raise _refused("used") from None
 
 
 def approval_void(*, session: AgentSession, tool_name: str, digest: str, sealed: SealedApproval) -> None:
@@ -67,6 +68,7 @@ def approval_issue(*, session: AgentSession, tool_name: str, digest: str) -> Iss
         session=session, tool_name=tool_name, arguments_digest=digest,
         token_hash=token_digest(token), expires_at=expires_at,
     )
+    APPROVALS.labels("asked").inc()
     return IssuedApproval(token=token, expires_at=expires_at)
 
 
@@ -78,9 +80,10 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
     """
     if isinstance(token, SealedApproval):
         _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=token)
+        APPROVALS.labels("used").inc()
         return
     if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 100:
-        raise ApprovalRequired(details={"reason": "missing"} if not token else {"reason": "invalid"})
+        raise _refused("missing" if not token else "invalid")
     token_hash = token_digest(token)
     now = timezone.now()
     used = ApprovalGrant.objects.filter(
@@ -88,6 +91,7 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
         arguments_digest=digest, used_at__isnull=True, expires_at__gt=now,
     ).update(used_at=now)
     if used == 1:
+        APPROVALS.labels("used").inc()
         return
     grant = ApprovalGrant.objects.filter(token_hash=token_hash).first()
     if grant is None or grant.session_id != session.pk:
@@ -98,4 +102,9 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
         reason = "used"
     else:
         reason = "expired"
-    raise ApprovalRequired(details={"reason": reason})
+    raise _refused(reason)
+
+
+def _refused(reason: str) -> ApprovalRequired:
+    APPROVALS.labels(f"refused_{reason}").inc()
+    return ApprovalRequired(details={"reason": reason})

@@ -11,6 +11,7 @@ from django.db import transaction
 from arkme.accounts.models import AccountKey
 from arkme.conversations.models import AgentSession, DshClient, SessionKey
 from arkme.kernel.errors import ArkmeError, UnknownTool
+from arkme.kernel.metrics import APPROVALS, TOOL_CALLS, TOOL_SECONDS
 
 from .approvals import SealedApproval, approval_consume, approval_issue, approval_void
 from .arguments import arguments_digest, validate_arguments
@@ -92,6 +93,7 @@ def tool_declined(*, session: AgentSession, tool: CompiledTool, arguments: Any, 
                   error: ArkmeError) -> CallResult:
     """A human said no to a call they were asked about: the approval is spent, nothing runs,
     and the audit says so."""
+    APPROVALS.labels("declined").inc()
     with transaction.atomic():
         approval_void(session=session, tool_name=tool.metadata.name, sealed=approval,
                       digest=arguments_digest(tool.metadata.name, arguments))
@@ -105,13 +107,13 @@ def tool_execute(*, client: DshClient, session: AgentSession, name: str, argumen
                  approval: object = None, idempotency_key: str | None = None,
                  surface: Surface = Surface.REST) -> CallResult:
     started = time.monotonic()
-    tool_id, replayed = "", False
+    tool_id, tool_label, replayed = "", "unknown", False
     record: IdempotencyRecord | None = None
     result: CallResult | None = None
     try:
         try:
             tool = visible_tool(session, name)
-            tool_id = tool.metadata.id
+            tool_id, tool_label = tool.metadata.id, tool.metadata.name
             validate_arguments(tool.validator, arguments)
             if idempotency_key:
                 record, result = idempotency_claim(
@@ -137,6 +139,10 @@ def tool_execute(*, client: DshClient, session: AgentSession, name: str, argumen
             outcome = OK
         else:
             outcome = str(result.body.get("error", {}).get("code", "error"))
+        seconds = time.monotonic() - started
         tool_call_record(session=session, tool_name=str(name), tool_id=tool_id, outcome=outcome,
-                         http_status=status, duration_ms=int((time.monotonic() - started) * 1000),
-                         replayed=replayed, surface=surface)
+                         http_status=status, duration_ms=int(seconds * 1000), replayed=replayed, surface=surface)
+        # A known tool's name, never a caller's made-up one: labels stay a closed set.
+        label = (tool_label, outcome, str(surface))
+        TOOL_CALLS.labels(*label).inc()
+        TOOL_SECONDS.labels(*label).observe(seconds)

@@ -21,11 +21,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
 from .errors import StorageUnavailable
+from .metrics import STORE_FAULTS
 
 logger = logging.getLogger(__name__)
 
 # What the storage libraries raise for an unreachable, refusing or failing backend.
 STORAGE_ERRORS: tuple[type[Exception], ...] = (OSError, BotoCoreError, ClientError)
+
+
+def _fault(operation: str) -> StorageUnavailable:
+    """The 503 a storage fault becomes, counted by operation."""
+    STORE_FAULTS.labels(operation).inc()
+    return StorageUnavailable()
 INCOMING_PREFIX = ".incoming-"
 Payload = bytes | IO[bytes]
 
@@ -42,7 +49,7 @@ class ObjectStore:
             return self._put(key, data)
         except STORAGE_ERRORS as exc:
             logger.warning("storage write failed: %s", type(exc).__name__)
-            raise StorageUnavailable() from exc
+            raise _fault("put_if_absent") from exc
 
     def _put(self, key: str, data: Payload) -> bool:
         raise NotImplementedError
@@ -55,7 +62,7 @@ class ObjectStore:
                 raise
             except STORAGE_ERRORS as exc:
                 logger.warning("storage read failed: %s", type(exc).__name__)
-                raise StorageUnavailable() from exc
+                raise _fault("read") from exc
 
     def read_at_most(self, key: str, limit: int) -> bytes:
         """At most ``limit`` bytes from the start of the object."""
@@ -64,7 +71,7 @@ class ObjectStore:
                 return handle.read(limit)
             except STORAGE_ERRORS as exc:
                 logger.warning("storage read failed: %s", type(exc).__name__)
-                raise StorageUnavailable() from exc
+                raise _fault("read_at_most") from exc
 
     def open(self, key: str) -> IO[bytes]:
         try:
@@ -73,21 +80,21 @@ class ObjectStore:
             raise
         except STORAGE_ERRORS as exc:
             logger.warning("storage open failed: %s", type(exc).__name__)
-            raise StorageUnavailable() from exc
+            raise _fault("open") from exc
         return handle
 
     def exists(self, key: str) -> bool:
         try:
             return bool(self.storage.exists(key))
         except STORAGE_ERRORS as exc:
-            raise StorageUnavailable() from exc
+            raise _fault("exists") from exc
 
     def delete(self, key: str) -> None:
         try:
             self.storage.delete(key)
         except STORAGE_ERRORS as exc:
             logger.warning("storage delete failed: %s", type(exc).__name__)
-            raise StorageUnavailable() from exc
+            raise _fault("delete") from exc
 
     def delete_quietly(self, keys: list[str]) -> int:
         """Best effort, for clean-up after a commit: a key left behind is found by the next
@@ -174,10 +181,10 @@ class S3ObjectStore(ObjectStore):
             if code == "InvalidRange":
                 return b""  # an empty object
             logger.warning("storage read failed: %s", type(exc).__name__)
-            raise StorageUnavailable() from exc
+            raise _fault("read_at_most") from exc
         except STORAGE_ERRORS as exc:
             logger.warning("storage read failed: %s", type(exc).__name__)
-            raise StorageUnavailable() from exc
+            raise _fault("read_at_most") from exc
 
     def _get_range(self, key: str, limit: int) -> bytes:
         storage = self.storage
@@ -194,7 +201,7 @@ class S3ObjectStore(ObjectStore):
             for obj in storage.bucket.objects.filter(Prefix=full_prefix):  # type: ignore[attr-defined]
                 yield (obj.key[len(location) + 1:] if location else obj.key), obj.last_modified
         except STORAGE_ERRORS as exc:
-            raise StorageUnavailable() from exc
+            raise _fault("keys") from exc
 
 
 def object_store(alias: str = "blobs") -> ObjectStore:

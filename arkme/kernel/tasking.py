@@ -6,6 +6,7 @@ errors, because a JSON result cannot carry an exception's code and details.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable
 
 from celery import Task
@@ -16,6 +17,7 @@ from kombu.exceptions import OperationalError
 
 from .budget import remaining
 from .errors import ArkmeError, QueueUnavailable, error_from_answer
+from .metrics import TASK_WAIT
 
 logger = logging.getLogger(__name__)
 
@@ -52,14 +54,20 @@ def wait(result: AsyncResult | EagerResult, *, timeout: float) -> Any:
     if allowed <= 0:
         logger.warning("the request's wait budget is spent; task %s is not waited for", getattr(result, "id", "?"))
         raise QueueUnavailable("The task queue is slow; try again.")
+    started, end = time.monotonic(), "failed"
     try:
         answer = result.get(timeout=allowed, propagate=True, disable_sync_subtasks=False)
+        end = "ok"
     except CeleryTimeout as exc:
+        end = "timeout"
         logger.warning("task %s did not finish within %ss", getattr(result, "id", "?"), timeout)
         raise QueueUnavailable("The task did not finish in time; try again.") from exc
     except (OperationalError, OSError, RuntimeError) as exc:
+        end = "unavailable"
         logger.warning("result backend unavailable: %s", type(exc).__name__)
         raise QueueUnavailable() from exc
+    finally:
+        TASK_WAIT.labels(end).observe(time.monotonic() - started)
     return _unwrap(answer)
 
 

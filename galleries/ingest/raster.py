@@ -22,6 +22,7 @@ import warnings
 from PIL import ExifTags, Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from arkme.kernel.errors import ContentRejected, ErrorCode
+from arkme.kernel.metrics import IMAGES_REFUSED
 from arkme.kernel.text import size_text
 
 from .png_stream import PNG_SIGNATURE, png_image_chunks
@@ -45,6 +46,7 @@ class ImageRejected(ContentRejected):
 
     def __init__(self, code: ErrorCode, message: str, field: str | None = None) -> None:
         super().__init__(message, code=code, details={"fields": [field]} if field else None)
+        IMAGES_REFUSED.labels(str(code)).inc()
 
 
 def sniff(data: bytes, field: str | None = None) -> str:

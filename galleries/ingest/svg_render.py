@@ -18,12 +18,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from celery import shared_task
 from django.conf import settings
 
 from arkme.kernel.errors import ContentRejected, ErrorCode
+from arkme.kernel.metrics import IMAGES_REFUSED
 from arkme.kernel.tasking import run_and_wait, task_answer
 
 from .svg_render_worker import OK, READY, REQUEST, RESPONSE, read_exact
@@ -37,6 +38,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 class RenderFailed(ContentRejected):
     code = ErrorCode.SVG_RENDER_FAILED
     default_message = "The SVG could not be rendered within the time and memory allowed."
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        IMAGES_REFUSED.labels(str(self.code)).inc()
 
 
 def _pipe(stream: IO[bytes] | None) -> IO[bytes]:

@@ -39,6 +39,7 @@ from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_for_key
 from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, ErrorCode, NotAuthenticated
 from arkme.kernel.ids import token_digest
+from arkme.kernel.metrics import APPROVALS
 
 from ..approvals import SealedApproval
 from ..execution import approval_card, tool_context, tool_declined, tool_execute
@@ -156,12 +157,14 @@ def _approval_by_elicitation(request: HttpRequest, call: _Call, tool: CompiledTo
     text = _card_text(card.title, card.body)
     if not asked:
         key = f"{APPROVAL_KEY}.{secrets.token_urlsafe(16)}.{int(time.time())}.{_digest(text)}"
+        APPROVALS.labels("asked").inc()
         elicit(request, text, APPROVE_SCHEMA, key=key, expired_message=None)
         raise AssertionError("elicit() asks before it answers")  # pragma: no cover
     _, nonce, asked_at, card_digest = asked[0].split(".")
     sealed = SealedApproval(nonce=nonce, asked_at=datetime.fromtimestamp(int(asked_at), tz=UTC))
     if _digest(text) != card_digest:
         # What the human saw is not what would run now: nothing runs on that answer.
+        APPROVALS.labels("refused_card_changed").inc()
         raise _refuse(request, ApprovalRequired(details={"reason": "card_changed"}).as_envelope())
     try:
         answer = elicit(request, text, APPROVE_SCHEMA, key=asked[0], expired_message=None)

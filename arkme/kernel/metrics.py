@@ -1,0 +1,76 @@
+"""Prometheus metrics: what the service counts, and the endpoint that serves them.
+
+``GET /metrics`` answers only a request bearing ``ARKME_METRICS_TOKEN``
+(``Authorization: Bearer <token>``); without the setting the endpoint does not exist (404).
+Under gunicorn's several processes, set ``PROMETHEUS_MULTIPROC_DIR`` to an empty folder:
+each process then writes its samples there and the endpoint adds them up (gunicorn.conf.py
+removes a dead worker's files).
+
+Labels are closed vocabularies (tool names from the catalog, error codes from the
+registry, a few words of our own), never ids, refs or arguments.
+"""
+from __future__ import annotations
+
+import hmac
+import os
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.registry import Collector
+
+TOOL_CALLS = Counter("arkme_tool_calls_total", "Tool calls by tool, outcome (ok or the error code) and surface.",
+                     ["tool", "outcome", "surface"])
+TOOL_SECONDS = Histogram("arkme_tool_call_seconds", "Tool call duration by tool, outcome and surface.",
+                         ["tool", "outcome", "surface"],
+                         buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25))
+APPROVALS = Counter("arkme_approvals_total",
+                    "Pre-execute approvals: asked, used, declined, or refused (expired, used again, "
+                    "invalid, for other arguments, card changed).", ["event"])
+TASK_WAIT = Histogram("arkme_task_wait_seconds", "How long a request waited on a task's answer, by how it ended "
+                      "(ok, failed, timeout, unavailable).", ["end"], buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30))
+IMAGES_REFUSED = Counter("arkme_images_refused_total",
+                         "Images refused by a bound or a check (too large, too complex, dimensions, "
+                         "SVG render limits, format), by error code.", ["code"])
+STORE_FAULTS = Counter("arkme_blob_store_faults_total", "Object store operations that failed, by operation.",
+                       ["operation"])
+
+# Gauges read from the database at scrape time, registered by the domains that own the data.
+_database_collectors: list[Collector] = []
+
+
+def register_database_collector(collector: Collector) -> None:
+    """A collector whose samples are read when scraped (counts of rows), in every registry."""
+    _database_collectors.append(collector)
+    REGISTRY.register(collector)
+
+
+def _registry() -> CollectorRegistry:
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    for collector in _database_collectors:
+        registry.register(collector)
+    return registry
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    token = settings.ARKME_METRICS_TOKEN
+    if not token:
+        raise Http404()
+    scheme, _, offered = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(offered.strip().encode(), token.encode()):
+        response = HttpResponse("A valid metrics token is required.\n", status=401, content_type="text/plain")
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    return HttpResponse(generate_latest(_registry()), content_type=CONTENT_TYPE_LATEST)
+
