@@ -10,6 +10,7 @@ class ArkmeConfig(AppConfig):
     def ready(self) -> None:
         from toolregistry.ports import install_ports
 
+        from . import checks  # noqa: F401 - registers the deployment checks
         from .composition import build_ports
 
         install_ports(build_ports())

@@ -104,6 +104,31 @@ class AdminInABrowser(StaticLiveServerTestCase):
         self.wait_for(lambda b: "Approved 1 request" in b.page_source)
         self.assertTrue(Membership.objects.filter(group=self.join_request.group, account=self.join_request.account).exists())
 
+    def test_the_audit_reads_without_scrolling_sideways_at_1400_px(self):
+        from arkme.conversations.clients import dsh_client_create
+        from arkme.conversations.models import AgentSession
+        from toolregistry.models import ToolCall
+
+        client, _ = dsh_client_create(name="a-dsh-client-with-a-long-descriptive-name")
+        session = AgentSession.objects.create(client=client, account=Account.objects.get(display_name="Alice"),
+                                              profile="business")
+        for outcome, status in (("ok", 200), ("idempotency_key_reused", 409), ("server_error", 500)):
+            ToolCall.objects.create(session=session, session_public_id=session.public_id,
+                                    tool_name="arkme_extension_preview_reorder", tool_id="arkme.extension_preview.reorder@1",
+                                    outcome=outcome, http_status=status, duration_ms=1234, replayed=True,
+                                    surface="mcp", request_id="f" * 32)
+        self.browser.set_window_size(1400, 900)
+        self.sign_in("staff", "staff-pass-123")
+        self.browser.get(f"{self.live_server_url}/admin/toolregistry/toolcall/?outcome=errors")
+        page = self.browser.page_source
+        for shown in ("idempotency_key_reused · 409", "1234 ms", "Alice", "a-dsh-client-with-a-long-descriptive-name",
+                      "ffffffffffff"):
+            self.assertIn(shown, page)
+        self.assertNotIn(">ok · 200", page)  # the errors-only filter
+        overflow = self.browser.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
+        self.assertLessEqual(overflow, 0, "the audit list scrolls sideways at 1400 px")
+
     def test_a_non_staff_user_is_turned_away(self):
         self.sign_in("plain", "plain-pass-123")
         self.assertIn("/admin/login/", self.browser.current_url)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from toolregistry.models import ToolCall
+
 
 @pytest.mark.parametrize("model", [
     "accounts/account", "conversations/dshclient", "conversations/agentsession", "toolregistry/approvalgrant",
@@ -20,7 +22,7 @@ def test_tool_call_audit_is_visible_and_read_only(staff, dsh, world):
     session = dsh.open_session(world.alice)["session"]
     dsh.execute(session, "arkme_context", {})
     page = staff.get("/admin/toolregistry/toolcall/").content.decode()
-    assert "arkme.context@1" in page
+    assert "ok · 200" in page and "Alice" in page and dsh.client.name in page
     assert staff.get("/admin/toolregistry/toolcall/add/").status_code == 403
 
 
@@ -59,10 +61,12 @@ def test_the_audit_filters_by_surface(staff, dsh, world):
     session = dsh.open_session(world.alice)["session"]
     dsh.execute(session, "arkme_context", {})
     Mcp(dsh, session).call("arkme_group_member_candidates", {"source_ref": "nope"})
+    refused = ToolCall.objects.get(surface="mcp").outcome
+    assert refused != "ok"
     over_mcp = staff.get("/admin/toolregistry/toolcall/?surface__exact=mcp").content.decode()
-    assert "arkme.group_member.candidates@1" in over_mcp and "arkme.context@1" not in over_mcp
+    assert f"{refused} · " in over_mcp and "ok · 200" not in over_mcp
     over_rest = staff.get("/admin/toolregistry/toolcall/?surface__exact=rest").content.decode()
-    assert "arkme.context@1" in over_rest and "arkme.group_member.candidates@1" not in over_rest
+    assert "ok · 200" in over_rest and f"{refused} · " not in over_rest
 
 
 def test_the_index_names_groups_once_and_links_no_missing_site(staff):

@@ -1,0 +1,42 @@
+"""System checks of the deployment: storage the service cannot write is found before traffic."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, register
+
+from .kernel.errors import StorageUnavailable
+from .kernel.storage import object_store
+
+STORAGE_TAG = "storage"
+
+
+@register(STORAGE_TAG, deploy=True)
+def check_blob_store_writable(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """With ``ARKME_STORAGE=s3``: the bucket exists and takes a write, a read and a delete.
+
+    A deployment check (``manage.py check --deploy``; ``--deploy --tag storage`` alone), since it
+    talks to the bucket: ordinary commands should not wait on the network.
+    """
+    if settings.ARKME_STORAGE != "s3":
+        return []
+    store = object_store("blobs")
+    key = f"checks/{uuid.uuid4().hex}"
+    try:
+        written = store.put_if_absent(key, b"arkme storage check")
+        read = store.read(key) if written else b""
+        store.delete(key)
+    except StorageUnavailable as exc:
+        cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown"
+        return [Error(
+            f"The S3 bucket {settings.ARKME_S3_BUCKET!r} cannot be written ({cause}).",
+            hint="Check ARKME_S3_BUCKET, ARKME_S3_ENDPOINT_URL, ARKME_S3_REGION and the credentials' rights "
+                 "(PutObject, GetObject, DeleteObject on the bucket).",
+            id="arkme.E001",
+        )]
+    if read != b"arkme storage check":
+        return [Error(f"The S3 bucket {settings.ARKME_S3_BUCKET!r} did not return what was written.",
+                      id="arkme.E002")]
+    return []
