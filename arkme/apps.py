@@ -14,3 +14,6 @@ class ArkmeConfig(AppConfig):
         from .composition import build_ports
 
         install_ports(build_ports())
+        from .kernel.tracing import configure_tracing
+
+        configure_tracing()

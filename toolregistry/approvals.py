@@ -13,6 +13,7 @@ from arkme.conversations.models import AgentSession
 from arkme.kernel.errors import ApprovalRequired
 from arkme.kernel.ids import token_digest
 from arkme.kernel.metrics import APPROVALS
+from arkme.kernel.tracing import event
 
 from .models import ApprovalGrant
 
@@ -69,6 +70,7 @@ def approval_issue(*, session: AgentSession, tool_name: str, digest: str) -> Iss
         token_hash=token_digest(token), expires_at=expires_at,
     )
     APPROVALS.labels("asked").inc()
+    event("arkme.approval.asked")
     return IssuedApproval(token=token, expires_at=expires_at)
 
 
@@ -80,7 +82,7 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
     """
     if isinstance(token, SealedApproval):
         _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=token)
-        APPROVALS.labels("used").inc()
+        _used()
         return
     if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 100:
         raise _refused("missing" if not token else "invalid")
@@ -91,7 +93,7 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
         arguments_digest=digest, used_at__isnull=True, expires_at__gt=now,
     ).update(used_at=now)
     if used == 1:
-        APPROVALS.labels("used").inc()
+        _used()
         return
     grant = ApprovalGrant.objects.filter(token_hash=token_hash).first()
     if grant is None or grant.session_id != session.pk:
@@ -105,6 +107,15 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
     raise _refused(reason)
 
 
+def _used() -> None:
+    APPROVALS.labels("used").inc()
+    event("arkme.approval.used")
+
+
 def _refused(reason: str) -> ApprovalRequired:
     APPROVALS.labels(f"refused_{reason}").inc()
+    if reason == "expired":
+        event("arkme.approval.expired")
+    else:
+        event("arkme.approval.refused", **{"arkme.approval.reason": reason})
     return ApprovalRequired(details={"reason": reason})

@@ -7,11 +7,13 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from opentelemetry.trace import StatusCode
 
 from arkme.accounts.models import AccountKey
 from arkme.conversations.models import AgentSession, DshClient, SessionKey
 from arkme.kernel.errors import ArkmeError, UnknownTool
 from arkme.kernel.metrics import APPROVALS, TOOL_CALLS, TOOL_SECONDS
+from arkme.kernel.tracing import tracer
 
 from .approvals import SealedApproval, approval_consume, approval_issue, approval_void
 from .arguments import arguments_digest, validate_arguments
@@ -56,6 +58,14 @@ def approval_card(session: AgentSession, tool: CompiledTool, arguments: Any) -> 
 def tool_pre_execute(*, session: AgentSession, name: str, arguments: Any) -> dict[str, Any]:
     """The approval decision: allow, ask (with a card and an approval), or deny with an error."""
     tool = visible_tool(session, name)
+    with tracer.start_as_current_span(f"pre_execute {tool.metadata.name}", attributes={
+            "gen_ai.tool.name": tool.metadata.name}) as span:
+        decision = _pre_execute(session, tool, arguments)
+        span.set_attribute("arkme.decision", decision["decision"])
+        return decision
+
+
+def _pre_execute(session: AgentSession, tool: CompiledTool, arguments: Any) -> dict[str, Any]:
     try:
         if tool.metadata.approval is not Approval.PRE_EXECUTE:
             validate_arguments(tool.validator, arguments)
@@ -106,6 +116,23 @@ def tool_declined(*, session: AgentSession, tool: CompiledTool, arguments: Any, 
 def tool_execute(*, client: DshClient, session: AgentSession, name: str, arguments: Any,
                  approval: object = None, idempotency_key: str | None = None,
                  surface: Surface = Surface.REST) -> CallResult:
+    """Run a call, as the GenAI conventions' ``execute_tool`` span."""
+    known = session_toolset(session).get(str(name))
+    label = known.metadata.name if known is not None else "unknown"
+    with tracer.start_as_current_span(f"execute_tool {label}", attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": label, "gen_ai.tool.type": "function",
+            "arkme.surface": str(surface)}) as span:
+        result = _execute(client=client, session=session, name=name, arguments=arguments, approval=approval,
+                          idempotency_key=idempotency_key, surface=surface)
+        if result.status >= 400:
+            code = str(result.body.get("error", {}).get("code", "error"))
+            span.set_attribute("error.type", code)
+            span.set_status(StatusCode.ERROR, code)
+        return result
+
+
+def _execute(*, client: DshClient, session: AgentSession, name: str, arguments: Any, approval: object,
+             idempotency_key: str | None, surface: Surface) -> CallResult:
     started = time.monotonic()
     tool_id, tool_label, replayed = "", "unknown", False
     record: IdempotencyRecord | None = None

@@ -21,6 +21,8 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -32,6 +34,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django_mcpz.elicitation import Elicitation
 from django_mcpz.jsonrpc import INVALID_REQUEST, PARSE_ERROR, error_response
 from django_mcpz.server import ElicitationDeclinedError, MCPServer, ToolError, elicit, host_allowed
+from opentelemetry.trace import Span, SpanKind, StatusCode
 from rest_framework.exceptions import ParseError
 
 from arkme.conversations.messages import message_record
@@ -40,6 +43,7 @@ from arkme.conversations.sessions import session_for_key
 from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, ErrorCode, NotAuthenticated
 from arkme.kernel.ids import token_digest
 from arkme.kernel.metrics import APPROVALS
+from arkme.kernel.tracing import event, tracer
 
 from ..approvals import SealedApproval
 from ..execution import approval_card, tool_context, tool_declined, tool_execute
@@ -104,7 +108,18 @@ class SessionServer(MCPServer):
         meta = params.get("_meta")
         request.arkme_mcp_meta = meta if isinstance(meta, dict) else {}  # type: ignore[attr-defined]
         request.arkme_mcp_legacy = legacy  # type: ignore[attr-defined]
-        return super()._tools_call(request, request_id, params, legacy=legacy)
+        name = params.get("name")
+        label = name if isinstance(name, str) and name in self._tools else "unknown"
+        with _server_span(request, "tools/call", request_id, label) as span:
+            response = super()._tools_call(request, request_id, params, legacy=legacy)
+            _record_outcome(span, request, response)
+            return response
+
+    def _tools_list(self, request: HttpRequest, request_id: str | int, params: dict[str, Any]) -> HttpResponse:
+        with _server_span(request, "tools/list", request_id, None) as span:
+            response = super()._tools_list(request, request_id, params)
+            _record_outcome(span, request, response)
+            return response
 
     def _tool_error(self, request: HttpRequest, request_id: str | int, text: str) -> HttpResponse:
         envelope = getattr(request, "arkme_refusal", None)
@@ -122,6 +137,40 @@ class SessionServer(MCPServer):
         if "ttlMs" in result:
             result = {**result, "ttlMs": LIST_TTL_MS}
         return super()._result(request, request_id, result, result_type=result_type)
+
+
+@contextmanager
+def _server_span(request: HttpRequest, method: str, request_id: str | int, tool: str | None) -> Iterator[Span]:
+    """The MCP conventions' server span: ``{mcp.method.name} {target}``."""
+    attributes: dict[str, str] = {
+        "mcp.method.name": method, "jsonrpc.request.id": str(request_id), "network.transport": "tcp",
+        "network.protocol.name": "http",
+        "mcp.protocol.version": request.headers.get("MCP-Protocol-Version", "") or "2025-03-26",
+    }
+    if tool is not None:
+        attributes.update({"gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool"})
+    name = f"{method} {tool}" if tool else method
+    with tracer.start_as_current_span(name, kind=SpanKind.SERVER, attributes=attributes) as span:
+        yield span
+
+
+def _record_outcome(span: Span, request: HttpRequest, response: HttpResponse) -> None:
+    if not span.is_recording():
+        return
+    refusal = getattr(request, "arkme_refusal", None)
+    if refusal is not None:
+        error_type = str(refusal["error"]["code"])
+    else:
+        try:
+            body = json.loads(response.content)
+        except ValueError:
+            return
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict):
+            return
+        error_type = str(error.get("code"))
+    span.set_attribute("error.type", error_type)
+    span.set_status(StatusCode.ERROR, error_type)
 
 
 def _json_text(value: Any) -> str:
@@ -158,6 +207,7 @@ def _approval_by_elicitation(request: HttpRequest, call: _Call, tool: CompiledTo
     if not asked:
         key = f"{APPROVAL_KEY}.{secrets.token_urlsafe(16)}.{int(time.time())}.{_digest(text)}"
         APPROVALS.labels("asked").inc()
+        event("arkme.approval.asked")
         elicit(request, text, APPROVE_SCHEMA, key=key, expired_message=None)
         raise AssertionError("elicit() asks before it answers")  # pragma: no cover
     _, nonce, asked_at, card_digest = asked[0].split(".")
@@ -165,12 +215,15 @@ def _approval_by_elicitation(request: HttpRequest, call: _Call, tool: CompiledTo
     if _digest(text) != card_digest:
         # What the human saw is not what would run now: nothing runs on that answer.
         APPROVALS.labels("refused_card_changed").inc()
+        event("arkme.approval.refused", **{"arkme.approval.reason": "card_changed"})
         raise _refuse(request, ApprovalRequired(details={"reason": "card_changed"}).as_envelope())
     try:
         answer = elicit(request, text, APPROVE_SCHEMA, key=asked[0], expired_message=None)
     except ElicitationDeclinedError:
         answer = {}
-    if answer.get("approve") is not True:
+    approved = answer.get("approve") is True
+    event("arkme.approval.decided", **{"arkme.approval.decision": "approved" if approved else "declined"})
+    if not approved:
         declined = tool_declined(session=call.session, tool=tool, arguments=arguments, approval=sealed,
                                  error=ApprovalDeclined())
         raise _refuse(request, declined.body)
@@ -195,11 +248,14 @@ def _confirmation_by_elicitation(request: HttpRequest, call: _Call, tool: Compil
     question = ask(tool_context(call.session), arguments)
     if question is None:
         return
+    event("arkme.confirmation.asked")
     try:
         answer = elicit(request, question, REPLY_SCHEMA, key=REPLY_KEY, expired_message=None)
     except ElicitationDeclinedError:
+        event("arkme.confirmation.answered", **{"arkme.confirmation.replied": False})
         return  # nothing recorded: confirm says the 确认 is missing and the add stays pending
     reply = answer.get("reply")
+    event("arkme.confirmation.answered", **{"arkme.confirmation.replied": bool(isinstance(reply, str) and reply.strip())})
     if isinstance(reply, str) and reply.strip():
         message_record(session=call.session, message_id="mcp-" + secrets.token_hex(12), text=reply[:REPLY_MAX])
 

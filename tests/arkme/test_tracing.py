@@ -1,0 +1,131 @@
+"""Traces: tool calls as GenAI execute_tool spans, MCP requests as MCP server spans, approvals
+and confirmations as span events; off unless OTEL_* asks."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+
+from arkme.kernel.tracing import tracing_requested
+from tests.support.mcp import Mcp, accept
+from toolregistry.models import ApprovalGrant
+
+_EXPORTER = InMemorySpanExporter()
+
+
+@pytest.fixture(scope="session")
+def _provider():
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+    trace.set_tracer_provider(provider)  # once per process, as an SDK's provider is
+    return provider
+
+
+@pytest.fixture
+def spans(_provider):
+    if trace.get_tracer_provider() is not _provider:
+        pytest.skip("another tracer provider was installed first in this process")
+    _EXPORTER.clear()
+    return _EXPORTER
+
+
+def named(exporter, name):
+    return [span for span in exporter.get_finished_spans() if span.name == name]
+
+
+def events(span):
+    return [(event.name, dict(event.attributes or {})) for event in span.events]
+
+
+def test_a_rest_call_is_an_execute_tool_span(spans, dsh, session):
+    dsh.execute(session, "arkme_context", {})
+    dsh.execute(session, "arkme_context", {"bogus": 1})
+    ok, refused = named(spans, "execute_tool arkme_context")
+    assert ok.attributes["gen_ai.operation.name"] == "execute_tool"
+    assert ok.attributes["gen_ai.tool.name"] == "arkme_context" and ok.attributes["arkme.surface"] == "rest"
+    assert "error.type" not in ok.attributes
+    assert refused.attributes["error.type"] == "invalid_arguments"
+    assert refused.status.status_code.name == "ERROR"
+
+
+def test_an_mcp_call_is_a_server_span_around_the_tool_span(spans, dsh, session):
+    Mcp(dsh, session).call("arkme_context", {})
+    [server] = named(spans, "tools/call arkme_context")
+    [tool] = named(spans, "execute_tool arkme_context")
+    assert server.kind == SpanKind.SERVER
+    assert tool.parent.span_id == server.context.span_id
+    assert server.attributes["mcp.method.name"] == "tools/call"
+    assert server.attributes["mcp.protocol.version"] == "2026-07-28"
+    assert server.attributes["gen_ai.tool.name"] == "arkme_context" and server.attributes["network.transport"] == "tcp"
+    assert tool.attributes["arkme.surface"] == "mcp"
+    Mcp(dsh, session).rpc("tools/call", {"name": "arkme_made_up", "arguments": {}})
+    [unknown] = named(spans, "tools/call unknown")
+    assert unknown.attributes["error.type"] == "-32602"
+
+
+def test_approvals_are_events_asked_used_refused_expired(spans, dsh, session):
+    arguments = {"arkme_id": "alice_traced"}
+    decision = dsh.pre_execute(session, "arkme_id_change", arguments).json()
+    [asking] = named(spans, "pre_execute arkme_id_change")
+    assert events(asking) == [("arkme.approval.asked", {})]
+    dsh.execute(session, "arkme_id_change", arguments, approval=decision["approval"])
+    dsh.execute(session, "arkme_id_change", arguments, approval=decision["approval"])
+    used, again = named(spans, "execute_tool arkme_id_change")
+    assert ("arkme.approval.used", {}) in events(used)
+    assert ("arkme.approval.refused", {"arkme.approval.reason": "used"}) in events(again)
+    late = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_late"}).json()
+    ApprovalGrant.objects.filter(used_at__isnull=True).update(expires_at=ApprovalGrant.objects.first().created_at
+                                                              - timedelta(seconds=1))
+    dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_late"}, approval=late["approval"])
+    assert ("arkme.approval.expired", {}) in events(named(spans, "execute_tool arkme_id_change")[-1])
+    assert all("alice" not in str(attrs) for span in spans.get_finished_spans() for _, attrs in events(span))
+
+
+def test_mcp_decisions_and_confirmations_are_events(spans, gs):
+    client = Mcp(gs.dsh, gs.session)
+    client.call_answering("arkme_id_change", {"arkme_id": "alice_no"}, accept(approve=False))
+    server = named(spans, "tools/call arkme_id_change")
+    recorded = [event for span in server for event in events(span)]
+    assert ("arkme.approval.asked", {}) in recorded
+    assert ("arkme.approval.decided", {"arkme.approval.decision": "declined"}) in recorded
+    prepared = gs.prepare(source="workspace", workspace_paths=gs.write_many(1)).json()["result"]
+    spans.clear()
+    client.call_answering("arkme_extension_preview_add", {"action": "confirm", "extension": gs.extension,
+                                                          "operation": prepared["operation"]}, accept(reply="确认"))
+    recorded = [event for span in named(spans, "tools/call arkme_extension_preview_add") for event in events(span)]
+    assert ("arkme.confirmation.asked", {}) in recorded
+    assert ("arkme.confirmation.answered", {"arkme.confirmation.replied": True}) in recorded
+
+
+@pytest.mark.parametrize(("environ", "on"), [
+    ({}, False),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, True),
+    ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, True),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "true"}, False),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": "none"}, False),
+])
+def test_tracing_is_off_unless_the_otel_variables_ask(environ, on):
+    assert tracing_requested(environ) is on
+
+
+def test_a_configured_process_exports_over_otlp():
+    script = ("import django; django.setup()\n"
+              "from opentelemetry import trace\n"
+              "provider = trace.get_tracer_provider()\n"
+              "print(type(provider).__name__, provider.resource.attributes.get('service.name'))\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update({"DJANGO_SETTINGS_MODULE": "arkme.settings", "DJANGO_SECRET_KEY": "x",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.split() == ["TracerProvider", "arkme-tool-registry"]
