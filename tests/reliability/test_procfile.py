@@ -1,0 +1,155 @@
+"""The Procfile's three processes (web, worker, beat) as README's production section runs them:
+PostgreSQL, Redis as the broker, S3 (moto) for blobs, and one gallery flow through all three."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from tests.support import images
+from tests.support.services import require_service
+
+pytestmark = [pytest.mark.postgres, pytest.mark.s3, pytest.mark.celery_worker]
+ROOT = Path(__file__).resolve().parents[2]
+BROKER = "redis://127.0.0.1:6379/13"
+POSTGRES = os.environ.get("DATABASE_URL", "") if os.environ.get("DATABASE_URL", "").startswith("postgres") \
+    else "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+def reachable(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def procfile() -> dict[str, str]:
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines if line.strip() and not line.startswith("#"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _admin(sql: str) -> None:
+    import psycopg
+
+    parts = urlsplit(POSTGRES)
+    with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as connection:
+        connection.execute(sql)
+
+
+@pytest.fixture
+def deployment(tmp_path, moto_endpoint):
+    require_service("PostgreSQL", reachable(5432), "PostgreSQL on 127.0.0.1:5432")
+    require_service("Redis", reachable(6379), "redis-server on 127.0.0.1:6379")
+    import boto3
+    import redis
+
+    redis.Redis.from_url(BROKER).flushdb()
+    database, bucket = f"arkme_procfile_{os.getpid()}", f"arkme-procfile-{uuid.uuid4().hex[:10]}"
+    _admin(f"DROP DATABASE IF EXISTS {database}")
+    _admin(f"CREATE DATABASE {database}")
+    s3 = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1")
+    s3.create_bucket(Bucket=bucket)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "ARKME_", "CELERY_", "DATABASE_"))}
+    env.update({
+        "DATABASE_URL": urlunsplit(urlsplit(POSTGRES)._replace(path=f"/{database}")), "DATABASE_CONN_MAX_AGE": "60",
+        "DJANGO_SECRET_KEY": "procfile-test-secret-key", "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "DJANGO_SECURE_COOKIES": "0", "CELERY_BROKER_URL": BROKER,
+        "ARKME_STORAGE": "s3", "ARKME_S3_BUCKET": bucket, "ARKME_S3_ENDPOINT_URL": moto_endpoint,
+        "ARKME_S3_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+        "ARKME_WORKSPACE_ROOT": str(tmp_path / "workspaces"), "ARKME_MEDIA_ROOT": str(tmp_path / "media"),
+        "ARKME_BEAT_SCHEDULE": str(tmp_path / "beat-schedule"), "PORT": str(free_port()),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    })
+    def manage(*args: str) -> subprocess.CompletedProcess:
+        ran = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        return ran
+
+    manage("migrate", "--noinput", "-v0")
+    processes: dict[str, subprocess.Popen] = {}
+    logs: dict[str, Path] = {}
+    for name, command in procfile().items():
+        logs[name] = tmp_path / f"{name}.log"
+        processes[name] = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=ROOT, env=env,
+                                           stdout=logs[name].open("wb"), stderr=subprocess.STDOUT,
+                                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not reachable(int(env["PORT"])):
+            assert time.monotonic() < deadline, logs["web"].read_text()[-2000:]
+            assert processes["web"].poll() is None, logs["web"].read_text()[-2000:]
+            time.sleep(0.2)
+        # The demo stores its images through the task queue: the worker must be up.
+        world = json.loads(manage("arkme_demo", "--json", "--force").stdout)
+        yield world, env, processes, logs, s3, bucket
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+        _admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def call(port: int, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request(method, f"/dsh/v1/{path}", json.dumps(body) if body is not None else None,
+                       {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    response = connection.getresponse()
+    raw = response.read()
+    connection.close()
+    return response.status, json.loads(raw) if raw else {}
+
+
+def test_web_worker_and_beat_run_a_gallery_flow_together(deployment):
+    world, env, processes, logs, s3, bucket = deployment
+    port, key = int(env["PORT"]), world["dsh_key"]
+    workspace = Path(env["ARKME_WORKSPACE_ROOT"]) / "procfile"
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "shot.png").write_bytes(images.png((400, 400), (10, 120, 200)))
+    status, opened = call(port, key, "POST", "sessions", {"account": world["accounts"]["alice"], "workspace": "procfile"})
+    assert status == 201, opened
+    session = opened["session"]
+    call(port, key, "PUT", f"sessions/{session}/phases/attachments")
+    add = f"sessions/{session}/tools/arkme_extension_preview_add/execute"
+    extension = world["extensions"]["alice-ext"]
+    status, prepared = call(port, key, "POST", add, {"arguments": {
+        "action": "prepare", "extension": extension, "source": "workspace", "workspace_paths": ["shot.png"]}})
+    assert status == 200, prepared
+    assert call(port, key, "POST", f"sessions/{session}/messages", {"id": "m1", "text": "确认"})[0] == 201
+    status, confirmed = call(port, key, "POST", add, {"arguments": {
+        "action": "confirm", "extension": extension, "operation": prepared["result"]["operation"]}})
+    assert status == 200, confirmed
+    assert confirmed["result"]["added"] == 1
+    stored = [item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert any(key.startswith("blobs/") for key in stored), stored
+    # The blob was stored by the worker process, not in the web process.
+    deadline = time.monotonic() + 10
+    while "galleries.store_blob" not in logs["worker"].read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert re.search(r"Task galleries\.store_blob\[[^\]]+\] succeeded", logs["worker"].read_text())
+    assert "beat: Starting" in logs["beat"].read_text()
+    assert all(process.poll() is None for process in processes.values()), {
+        name: logs[name].read_text()[-1000:] for name, process in processes.items() if process.poll() is not None}
