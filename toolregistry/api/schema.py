@@ -2,19 +2,51 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from ..catalog import CATALOG
+from ..result_schemas import SHARED
+
+
+def _key(schema: Any) -> str:
+    return json.dumps(schema, sort_keys=True)
+
+
+def _with_refs(schema: Any, named: dict[str, str]) -> Any:
+    """The schema with every sub-schema that has a component name replaced by its $ref, so a
+    client generator makes one type of each (a Gallery is a Gallery in every result)."""
+    if isinstance(schema, dict):
+        return {key: _ref_or(value, named) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_ref_or(value, named) for value in schema]
+    return schema
+
+
+def _ref_or(value: Any, named: dict[str, str]) -> Any:
+    if isinstance(value, dict) and (name := named.get(_key(value))):
+        return {"$ref": f"#/components/schemas/{name}"}
+    return _with_refs(value, named)
 
 
 def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     components = result.setdefault("components", {}).setdefault("schemas", {})
+    named = {_key(schema): name for name, schema in SHARED.items()}
+    for name, schema in SHARED.items():
+        components[name] = _with_refs(copy.deepcopy(schema), {k: v for k, v in named.items() if v != name})
     refs, results = [], []
     for module in CATALOG.modules:
         definition = module.definition()
         result_component = f"ToolResult_{definition.name}"
+        output = copy.deepcopy(dict(definition.output_schema))
+        variants = output.get("oneOf", [])
+        for variant in variants:  # each alternative a type of its own, named by its title
+            if isinstance(variant, dict) and variant.get("title") and _key(variant) not in named:
+                variant_name = f"{result_component}_{variant['title']}"
+                components[variant_name] = _with_refs(variant, named)
+                named[_key(variant)] = variant_name
         components[result_component] = {
-            **copy.deepcopy(dict(definition.output_schema)),
+            **_ref_or(output, {k: v for k, v in named.items() if v != result_component}),
             "description": f"What {definition.name} ({module.METADATA.id}) returns as result.",
         }
         results.append({"$ref": f"#/components/schemas/{result_component}"})
@@ -50,7 +82,21 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "The audit records the surface (rest or mcp) of every tool call.",
     ]
     result.setdefault("paths", {})[MCP_PATH] = _mcp_path()
+    _message_body_alternatives(result)
     return result
+
+
+def _message_body_alternatives(result: dict[str, Any]) -> None:
+    """``POST …/messages`` takes one of two bodies (JSON, or multipart with files). Client
+    generators type a body with several content types as optional (openapi-python-client's
+    ``body: A | B | Unset``), so the schema says so too, and the description says what the
+    server requires: a body without an ``id`` is a 400."""
+    operation = result.get("paths", {}).get("/dsh/v1/sessions/{session}/messages", {}).get("post")
+    body = operation.get("requestBody") if operation else None
+    if body and len(body.get("content", {})) > 1:
+        body["required"] = False
+        body["description"] = ("One of two bodies: JSON (MessageText) or multipart/form-data with files "
+                               "(MessageRequest). Either must carry an id; without one the answer is 400.")
 
 
 MCP_PATH = "/dsh/v1/sessions/{session}/mcp"

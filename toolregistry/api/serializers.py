@@ -26,12 +26,20 @@ class SessionOpenRequest(StrictSerializer):
                                       help_text="The Agent workspace folder, [A-Za-z0-9_-]{1,64}.")
 
 
-class MessageRequest(StrictSerializer):
+class MessageText(StrictSerializer):
+    """A message as JSON: its id and text."""
+
     id = serializers.CharField(max_length=128, help_text="Unique per session.")
     text = serializers.CharField(max_length=20000, required=False, allow_blank=True, default="", trim_whitespace=False)
+
+
+class MessageRequest(MessageText):
+    """A message as multipart/form-data: its id, text and files. (Two schemas, one per content
+    type, so that generated clients type each body exactly.)"""
+
     attachments = serializers.ListField(
         child=serializers.FileField(), required=False, default=list,
-        help_text="multipart/form-data only: the message's files, in order, each at most 20 MiB.",
+        help_text="The message's files, in order, each at most 20 MiB.",
     )
 
 

@@ -127,7 +127,7 @@ class MessagesApi(APIView):
 
     @extend_schema(
         operation_id="message_record",
-        request={"application/json": s.MessageRequest, "multipart/form-data": s.MessageRequest},
+        request={"application/json": s.MessageText, "multipart/form-data": s.MessageRequest},
         responses={201: s.MessageRecorded, **errors(400, 404, 409, 413)},
         summary="Record the signed-in user's latest direct message and its attachments",
     )

@@ -82,9 +82,10 @@ _PREPARED = closed({
     })},
     "gallery": GALLERY,
 })
-_CONFIRMED = closed({"gallery": GALLERY, "added": COUNT, "already_present": COUNT})
+_PREPARED["title"] = "Prepared"
+_CONFIRMED = {**closed({"gallery": GALLERY, "added": COUNT, "already_present": COUNT}), "title": "Confirmed"}
 # One result per action: prepare, confirm, cancel.
-OUTPUT_SCHEMA = {"type": "object", "oneOf": [_PREPARED, _CONFIRMED, GALLERY_RESULT]}
+OUTPUT_SCHEMA = {"type": "object", "oneOf": [_PREPARED, _CONFIRMED, {**GALLERY_RESULT, "title": "Cancelled"}]}
 
 _SOURCE_KEYS = ("source", "image_ref", "attachment_indices", "workspace_paths")
 
