@@ -202,7 +202,9 @@ ARKME_IDEMPOTENCY_TTL_SECONDS = _env_int("ARKME_IDEMPOTENCY_TTL_SECONDS", 86400)
 # How long the tool-call audit is kept; the periodic prune removes older rows.
 ARKME_AUDIT_RETENTION_DAYS = _env_int("ARKME_AUDIT_RETENTION_DAYS", 365)
 # Where people open invitation links: the public address of this service.
-ARKME_PUBLIC_URL = os.environ.get("ARKME_PUBLIC_URL", "http://127.0.0.1:8000").strip().rstrip("/")
+# Where invitation links point. Unset: the address the request that made the link came to
+# (so `make run` on any port works); set it in production to the public address.
+ARKME_PUBLIC_URL = os.environ.get("ARKME_PUBLIC_URL", "").strip().rstrip("/")
 ARKME_INVITATION_TTL_SECONDS = _env_int("ARKME_INVITATION_TTL_SECONDS", 7 * 86400)
 
 # Bodies of JSON requests stay small; files stream to disk through the upload handlers.

@@ -14,6 +14,7 @@ from django.utils import timezone
 from arkme.accounts.models import Account, AccountIdentity
 from arkme.kernel.errors import ArkmeError, Conflict, ErrorCode, Forbidden, NotFound
 from arkme.kernel.ids import token_digest
+from arkme.kernel.logs import served_at
 from arkme.kernel.signing import RefExpired, RefInvalid
 from arkme.kernel.tasking import enqueue
 from arkme.kernel.text import duration_text
@@ -142,8 +143,13 @@ def _judge(account: AccountIdentity, group: Group, refs: Sequence[str]) -> list[
     return judged
 
 
+# Outside a request and with ARKME_PUBLIC_URL unset (a command), the development address.
+FALLBACK_URL = "http://127.0.0.1:8000"
+
+
 def invitation_link(token: str) -> str:
-    return f"{settings.ARKME_PUBLIC_URL}/groups/join/{token}"
+    base = settings.ARKME_PUBLIC_URL or served_at() or FALLBACK_URL
+    return f"{base}/groups/join/{token}"
 
 
 def _invitation_text(inviter: Account, group: Group, token: str) -> str:

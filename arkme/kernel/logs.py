@@ -17,17 +17,25 @@ import re
 import uuid
 from typing import Any, Callable
 
+from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 from pythonjsonlogger.json import JsonFormatter
 
 HEADER = "X-Request-ID"
 _ACCEPTED = re.compile(r"[A-Za-z0-9._-]{8,64}")
 _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("arkme_request_id", default="")
+_served_at: contextvars.ContextVar[str] = contextvars.ContextVar("arkme_served_at", default="")
 
 
 def current_request_id() -> str:
     """The id of the request being served, empty outside one (a task, a command)."""
     return _request_id.get()
+
+
+def served_at() -> str:
+    """The scheme and host the request being served came to (``http://127.0.0.1:8765``), empty
+    outside one. The host has passed ALLOWED_HOSTS."""
+    return _served_at.get()
 
 
 class RequestIdMiddleware:
@@ -39,9 +47,14 @@ class RequestIdMiddleware:
         request_id = offered if _ACCEPTED.fullmatch(offered) else uuid.uuid4().hex
         token = _request_id.set(request_id)
         try:
+            at = _served_at.set(f"{request.scheme}://{request.get_host()}")
+        except DisallowedHost:
+            at = _served_at.set("")  # Django answers 400 for it further on
+        try:
             response = self.get_response(request)
         finally:
             _request_id.reset(token)
+            _served_at.reset(at)
         response[HEADER] = request_id
         return response
 

@@ -145,3 +145,17 @@ def test_the_invitee_finds_the_link_in_their_chats_page(link, world):
     page = login(world.dave).get("/groups/chats/").content.decode()
     assert link in page and "Alice" in page
     assert link not in login(world.carol).get("/groups/chats/").content.decode()
+
+
+def test_the_link_points_where_the_service_was_reached_unless_configured(candidates, add, settings,
+                                                                        django_capture_on_commit_callbacks):
+    settings.ARKME_PUBLIC_URL = ""
+    with django_capture_on_commit_callbacks(execute=True):
+        add("approval-group", [ref_of(candidates, "approval-group", "Dave")])
+    assert "http://testserver/groups/join/" in ChatMessage.objects.get().text
+    from groups.services import invitation_link
+
+    settings.ARKME_PUBLIC_URL = "https://arkme.example"
+    assert invitation_link("tok").startswith("https://arkme.example/groups/join/")
+    settings.ARKME_PUBLIC_URL = ""
+    assert invitation_link("tok").startswith("http://127.0.0.1:8000/")  # outside a request: a command
