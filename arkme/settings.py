@@ -265,6 +265,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "arkme-purge-sessions": {"task": "toolregistry.tasks.purge_sessions", "schedule": 600.0},
     "arkme-prune-audit": {"task": "toolregistry.tasks.prune_audit", "schedule": 86400.0},
+    "arkme-roll-up-tool-calls": {"task": "toolregistry.tasks.roll_up_tool_calls", "schedule": 300.0},
     "arkme-expire-operations": {"task": "galleries.expire_operations", "schedule": 300.0},
     "arkme-blob-gc": {"task": "galleries.collect_garbage", "schedule": 3600.0},
     "arkme-redeliver-messages": {"task": "groups.redeliver_messages", "schedule": 120.0},

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from .dashboard import dashboard
 from .health import ReadinessView, healthz
 from .kernel.metrics import metrics_view
 
@@ -13,6 +14,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", ReadinessView.as_view(), name="readyz"),
     path("metrics", metrics_view, name="metrics"),
+    path("admin/dashboard/", admin.site.admin_view(dashboard), name="arkme_dashboard"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("dsh/v1/", include("toolregistry.api.urls")),

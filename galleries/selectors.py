@@ -1,15 +1,16 @@
 """Reads of galleries, and the one place each gallery result is projected to its wire shape."""
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal, NotRequired, Sequence, TypedDict
 
 from django.conf import settings
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Prefetch, QuerySet
 
 from arkme.accounts.models import AccountIdentity
 from arkme.kernel.errors import ErrorCode, NotFound
 
-from .models import Extension, Gallery, GalleryItem, PendingOperation
+from .models import Extension, Gallery, GalleryItem, OperationStatus, PendingOperation
 
 
 class GalleryItemView(TypedDict):
@@ -160,3 +161,29 @@ def operation_view(operation: PendingOperation) -> PrepareView:
         "images": images,
         "gallery": gallery_view(gallery),
     }
+
+
+# --- The staff dashboard -------------------------------------------------------------------
+
+AGE_BUCKETS = ((300, "under 5 min"), (900, "5–15 min"), (None, "past expiry, not yet swept"))
+
+
+def pending_operations_by_age(now: datetime) -> list[tuple[str, int]]:
+    """Pending adds by how long they have waited for their 确认 (read from the pending rows only)."""
+    counts = dict.fromkeys((label for _, label in AGE_BUCKETS), 0)
+    pending = PendingOperation.objects.filter(status=OperationStatus.PENDING).values_list("created_at", "expires_at")
+    for created_at, expires_at in pending:
+        waited = (now - created_at).total_seconds()
+        if expires_at <= now:
+            counts[AGE_BUCKETS[-1][1]] += 1
+        else:
+            counts[next(label for limit, label in AGE_BUCKETS if limit is None or waited < limit)] += 1
+    return list(counts.items())
+
+
+def galleries_near_capacity(*, share: float = 0.8, limit: int = 10) -> list[tuple[str, int]]:
+    """The fullest galleries holding at least ``share`` of the capacity: (extension name, images)."""
+    least = max(1, int(settings.ARKME_GALLERY_CAPACITY * share))
+    rows = (Gallery.objects.annotate(images=Count("items")).filter(images__gte=least)
+            .order_by("-images", "pk").values_list("extension__name", "images")[:limit])
+    return [(name, images) for name, images in rows]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+from datetime import datetime, timedelta
 from typing import Any, NotRequired, TypedDict
 
 from django.db import connection
@@ -12,7 +13,7 @@ from arkme.kernel.errors import ErrorCode, Forbidden, InvalidArguments, NotFound
 from arkme.kernel.signing import RefExpired, RefInvalid
 from arkme.kernel.sql import column, table
 
-from .models import Group, Membership, PrivateChat
+from .models import Group, Invitation, InvitationStatus, Membership, PrivateChat
 from .refs import make_source_ref, read_source_ref
 
 
@@ -159,3 +160,16 @@ def candidate_chats(account: AccountIdentity, group: Group, *, query: str | None
     with connection.cursor() as cursor:
         cursor.execute(_candidate_sql(connection.vendor, bool(query)), [*side_params, *side_params, limit + 1])
         return [{"public_id": public_id, "other_name": name} for public_id, name in cursor.fetchall()]
+
+
+# --- The staff dashboard -------------------------------------------------------------------
+
+def invitations_outlook(now: datetime) -> list[tuple[str, int]]:
+    """Pending invitations: expiring within a day, later, and past expiry but not yet swept."""
+    pending = Invitation.objects.filter(status=InvitationStatus.PENDING)
+    soon = now + timedelta(days=1)
+    return [
+        ("expiring within 24 h", pending.filter(expires_at__gt=now, expires_at__lte=soon).count()),
+        ("expiring later", pending.filter(expires_at__gt=soon).count()),
+        ("past expiry", pending.filter(expires_at__lte=now).count()),
+    ]

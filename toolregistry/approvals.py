@@ -119,3 +119,19 @@ def _refused(reason: str) -> ApprovalRequired:
     else:
         event("arkme.approval.refused", **{"arkme.approval.reason": reason})
     return ApprovalRequired(details={"reason": reason})
+
+
+def approvals_funnel(*, since: datetime, declined: int) -> list[tuple[str, int]]:
+    """The approvals asked for since ``since``, and how they ended: used, declined (counted by
+    the caller from the audit's roll-up), expired unused, or still open. Read from the
+    approvals table, indexed by creation."""
+    now = timezone.now()
+    asked = ApprovalGrant.objects.filter(created_at__gte=since)
+    spent = asked.filter(used_at__isnull=False).count()
+    return [
+        ("asked", asked.count()),
+        ("used", max(0, spent - declined)),
+        ("declined", declined),
+        ("expired", asked.filter(used_at__isnull=True, expires_at__lte=now).count()),
+        ("open", asked.filter(used_at__isnull=True, expires_at__gt=now).count()),
+    ]

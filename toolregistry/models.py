@@ -11,7 +11,7 @@ class ApprovalGrant(models.Model):
     tool_name = models.CharField(max_length=64)
     arguments_digest = models.CharField(max_length=64)
     token_hash = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
 
@@ -70,3 +70,26 @@ class ToolCall(models.Model):
 
     class Meta:
         ordering = ["-id"]
+
+
+# Upper bounds (ms) of the latency buckets the hourly roll-up counts calls into; the last is open.
+LATENCY_BOUNDS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+
+
+class ToolCallHour(models.Model):
+    """Tool calls rolled up by hour, tool, outcome and surface, so the staff dashboard reads a
+    few hundred rows a day whatever the audit holds. Rebuilt from the audit for the hours that
+    changed (``tool_calls_roll_up``, a periodic task)."""
+
+    hour = models.DateTimeField()
+    tool_name = models.CharField(max_length=64)
+    outcome = models.CharField(max_length=64)
+    surface = models.CharField(max_length=8, choices=Surface.choices)
+    calls = models.PositiveIntegerField()
+    errors = models.PositiveIntegerField(help_text="Calls answered 4xx or 5xx.")
+    latency_buckets = models.JSONField(help_text="Calls per latency bucket (LATENCY_BOUNDS_MS, then the rest).")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hour", "tool_name", "outcome", "surface"],
+                                               name="tool_call_hour_once")]
+        indexes = [models.Index(fields=["hour"])]

@@ -8,6 +8,7 @@ from arkme.conversations.sessions import sessions_purge
 
 from .audit import tool_calls_prune
 from .idempotency import idempotency_purge
+from .rollups import tool_calls_roll_up
 
 
 @shared_task(name="toolregistry.tasks.purge_sessions")
@@ -21,3 +22,9 @@ def purge_sessions() -> int:
 def prune_audit() -> int:
     """Keep the tool-call audit for ``ARKME_AUDIT_RETENTION_DAYS``."""
     return tool_calls_prune(older_than_days=settings.ARKME_AUDIT_RETENTION_DAYS)
+
+
+@shared_task(name="toolregistry.tasks.roll_up_tool_calls")
+def roll_up_tool_calls() -> int:
+    """Bring the dashboard's hourly roll-up of the audit up to date."""
+    return tool_calls_roll_up()

@@ -129,6 +129,52 @@ class AdminInABrowser(StaticLiveServerTestCase):
             "return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
         self.assertLessEqual(overflow, 0, "the audit list scrolls sideways at 1400 px")
 
+    def test_the_dashboard_draws_its_charts_with_data(self):
+        from datetime import timedelta
+
+        from django.conf import settings as django_settings
+        from django.utils import timezone
+
+        from arkme.conversations.clients import dsh_client_create
+        from arkme.conversations.models import AgentSession
+        from toolregistry.models import ToolCall
+        from toolregistry.rollups import tool_calls_roll_up
+
+        client, _ = dsh_client_create(name="dashboard-dsh")
+        session = AgentSession.objects.create(client=client, account=Account.objects.get(display_name="Alice"),
+                                              profile="business")
+        now = timezone.now()
+        for hours_ago in range(12):
+            for index in range(5 + hours_ago % 4):
+                call = ToolCall.objects.create(
+                    session=session, session_public_id=session.public_id,
+                    tool_name=("arkme_context", "arkme_group_member_candidates")[index % 2],
+                    outcome="ok" if index % 4 else "revision_conflict", http_status=200 if index % 4 else 409,
+                    duration_ms=20 * (index + hours_ago), surface=("rest", "mcp")[index % 2])
+                ToolCall.objects.filter(pk=call.pk).update(created_at=now - timedelta(hours=hours_ago))
+        tool_calls_roll_up(since=now - timedelta(hours=12))
+        self.browser.set_window_size(1400, 1800)
+        self.sign_in("staff", "staff-pass-123")
+        self.browser.get(f"{self.live_server_url}/admin/")
+        from selenium.webdriver.common.by import By
+
+        self.browser.find_element(By.LINK_TEXT, "Operations dashboard").click()
+        self.wait_for(lambda b: "/admin/dashboard/" in b.current_url)
+        drawn = self.browser.execute_script(
+            "return Array.from(document.querySelectorAll('svg.arkme-chart')).map(svg => "
+            "Array.from(svg.querySelectorAll('rect.bar, circle.point'))"
+            ".filter(e => e.getBoundingClientRect().width > 0 && e.getBoundingClientRect().height > 0).length);")
+        self.assertEqual(len(drawn), 8)
+        # Calls by outcome (a bar per outcome an hour), error rate, latency and calls by tool.
+        self.assertGreaterEqual(drawn[0], 12)
+        self.assertTrue(all(count > 0 for count in drawn[1:4]), drawn)
+        folder = django_settings.BASE_DIR / "var" / "screenshots"
+        folder.mkdir(parents=True, exist_ok=True)
+        shot = folder / "admin-dashboard.png"
+        self.browser.save_screenshot(str(shot))
+        self.assertTrue(shot.read_bytes().startswith(b"\x89PNG"))
+        self.figures.add("browser_dashboard_charts_drawn", sum(1 for count in drawn if count))
+
     def test_a_non_staff_user_is_turned_away(self):
         self.sign_in("plain", "plain-pass-123")
         self.assertIn("/admin/login/", self.browser.current_url)

@@ -1,0 +1,69 @@
+"""The staff dashboard: charts from aggregates, the same cost whatever the audit holds."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from arkme.conversations.models import AgentSession
+from galleries.services.extensions import extension_create
+from toolregistry.models import ToolCall
+from toolregistry.rollups import tool_calls_roll_up
+
+
+def audit(session, count):
+    ToolCall.objects.bulk_create(ToolCall(
+        session_id=session.pk, session_public_id=session.public_id, tool_name="arkme_context",
+        outcome="ok" if i % 5 else "invalid_arguments", http_status=200 if i % 5 else 400, duration_ms=i % 300)
+        for i in range(count))
+
+
+@pytest.fixture
+def session(dsh, world):
+    return AgentSession.objects.get(public_id=dsh.open_session(world.alice)["session"])
+
+
+def test_staff_see_eight_charts_with_data(staff, session, gs):
+    audit(session, 50)
+    gs.prepare(source="workspace", workspace_paths=gs.write_many(1))  # a pending add
+    gs.dsh.pre_execute(gs.session, "arkme_id_change", {"arkme_id": "alice_dash"})  # an approval asked
+    tool_calls_roll_up()
+    page = staff.get("/admin/dashboard/").content.decode()
+    assert page.count('<svg class="arkme-chart"') == 8
+    assert "invalid_arguments" in page and "arkme_context" in page
+    assert "<strong>51</strong> tool calls, error rate <strong>19.6 %</strong>" in page  # 10 of the 50, and the prepare
+    assert re.search(r"<title>asked: 1</title>", page)
+    assert re.search(r"<title>under 5 min: 1</title>", page)
+    assert 'href="/admin/dashboard/"' in staff.get("/admin/").content.decode()
+
+
+def test_the_page_never_reads_the_audit_and_costs_the_same_at_any_size(staff, session):
+    audit(session, 10)
+    tool_calls_roll_up()
+    staff.get("/admin/dashboard/")
+    with CaptureQueriesContext(connection) as small:
+        assert staff.get("/admin/dashboard/").status_code == 200
+    audit(session, 2000)
+    tool_calls_roll_up()
+    with CaptureQueriesContext(connection) as large:
+        assert staff.get("/admin/dashboard/").status_code == 200
+    assert len(large) == len(small)
+    assert not [q["sql"] for q in large.captured_queries if '"toolregistry_toolcall"' in q["sql"]]
+
+
+def test_labels_are_escaped(staff, world):
+    extension = extension_create(owner=world.bob, name="<script>alert(1)</script>")
+    from galleries.models import Blob, GalleryItem
+
+    blob = Blob.objects.create(sha256="a" * 64, size=1, width=400, height=400, format="png")
+    for position in range(1, 21):
+        GalleryItem.objects.create(gallery=extension.gallery, blob=blob if position == 1 else Blob.objects.create(
+            sha256=f"{position:064x}", size=1, width=400, height=400, format="png"), position=position)
+    page = staff.get("/admin/dashboard/").content.decode()
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+
+
+def test_only_staff(client, db):
+    assert client.get("/admin/dashboard/").status_code == 302
