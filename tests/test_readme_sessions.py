@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.live import free_port, wait_until_listening
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,12 +19,6 @@ def sessions() -> list[str]:
     readme = (ROOT / "README.md").read_text()
     api = readme[readme.index("## The API"):readme.index("## The MCP surface")]
     return re.findall(r"```sh\n(.*?)```", api, flags=re.S)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +35,7 @@ def served(tmp_path_factory):
     log = (folder / "server.log").open("wb")
     server = subprocess.Popen([sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
                               cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert server.poll() is None and time.monotonic() < deadline, (folder / "server.log").read_text()
-            time.sleep(0.2)
+    wait_until_listening(port, server, lambda: (folder / "server.log").read_text())
     yield env
     server.terminate()
     server.wait(timeout=20)

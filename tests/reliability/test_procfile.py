@@ -2,12 +2,10 @@
 PostgreSQL, Redis as the broker, S3 (moto) for blobs, and one gallery flow through all three."""
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from tests.support import images
+from tests.support.live import call, free_port, listening, wait_until_listening
 from tests.support.services import require_service
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3, pytest.mark.celery_worker]
@@ -27,23 +26,9 @@ POSTGRES = os.environ.get("DATABASE_URL", "") if os.environ.get("DATABASE_URL", 
     else "postgres://postgres@127.0.0.1:5432/postgres"
 
 
-def reachable(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
 def procfile() -> dict[str, str]:
     lines = (ROOT / "Procfile").read_text().splitlines()
     return dict(line.split(": ", 1) for line in lines if line.strip() and not line.startswith("#"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _admin(sql: str) -> None:
@@ -56,8 +41,8 @@ def _admin(sql: str) -> None:
 
 @pytest.fixture
 def deployment(tmp_path, moto_endpoint):
-    require_service("PostgreSQL", reachable(5432), "PostgreSQL on 127.0.0.1:5432")
-    require_service("Redis", reachable(6379), "redis-server on 127.0.0.1:6379")
+    require_service("PostgreSQL", listening(5432), "PostgreSQL on 127.0.0.1:5432")
+    require_service("Redis", listening(6379), "redis-server on 127.0.0.1:6379")
     import boto3
     import redis
 
@@ -93,11 +78,7 @@ def deployment(tmp_path, moto_endpoint):
                                            stdout=logs[name].open("wb"), stderr=subprocess.STDOUT,
                                            start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while not reachable(int(env["PORT"])):
-            assert time.monotonic() < deadline, logs["web"].read_text()[-2000:]
-            assert processes["web"].poll() is None, logs["web"].read_text()[-2000:]
-            time.sleep(0.2)
+        wait_until_listening(int(env["PORT"]), processes["web"], lambda: logs["web"].read_text()[-2000:])
         # The demo stores its images through the task queue: the worker must be up.
         world = json.loads(manage("arkme_demo", "--json", "--force").stdout)
         yield world, env, processes, logs, s3, bucket
@@ -113,33 +94,23 @@ def deployment(tmp_path, moto_endpoint):
         _admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
-def call(port: int, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    connection.request(method, f"/dsh/v1/{path}", json.dumps(body) if body is not None else None,
-                       {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
-    response = connection.getresponse()
-    raw = response.read()
-    connection.close()
-    return response.status, json.loads(raw) if raw else {}
-
-
 def test_web_worker_and_beat_run_a_gallery_flow_together(deployment):
     world, env, processes, logs, s3, bucket = deployment
     port, key = int(env["PORT"]), world["dsh_key"]
     workspace = Path(env["ARKME_WORKSPACE_ROOT"]) / "procfile"
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "shot.png").write_bytes(images.png((400, 400), (10, 120, 200)))
-    status, opened = call(port, key, "POST", "sessions", {"account": world["accounts"]["alice"], "workspace": "procfile"})
+    status, _, opened = call(port, key, "POST", "sessions", {"account": world["accounts"]["alice"], "workspace": "procfile"})
     assert status == 201, opened
     session = opened["session"]
     call(port, key, "PUT", f"sessions/{session}/phases/attachments")
     add = f"sessions/{session}/tools/arkme_extension_preview_add/execute"
     extension = world["extensions"]["alice-ext"]
-    status, prepared = call(port, key, "POST", add, {"arguments": {
+    status, _, prepared = call(port, key, "POST", add, {"arguments": {
         "action": "prepare", "extension": extension, "source": "workspace", "workspace_paths": ["shot.png"]}})
     assert status == 200, prepared
     assert call(port, key, "POST", f"sessions/{session}/messages", {"id": "m1", "text": "确认"})[0] == 201
-    status, confirmed = call(port, key, "POST", add, {"arguments": {
+    status, _, confirmed = call(port, key, "POST", add, {"arguments": {
         "action": "confirm", "extension": extension, "operation": prepared["result"]["operation"]}})
     assert status == 200, confirmed
     assert confirmed["result"]["added"] == 1

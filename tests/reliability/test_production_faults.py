@@ -2,18 +2,16 @@
 unreachable broker are the contract's JSON 503, answered before gunicorn kills the worker."""
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support import images
+from tests.support.live import call, free_port, listening, wait_until_listening
 from tests.support.services import require_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,18 +19,8 @@ BUDGET, WORKER_TIMEOUT = 3, 8  # scaled down from 25 and 30: the order is what m
 REDIS_DB = "redis://127.0.0.1:6379/14"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def redis_up() -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
-        return True
-    except OSError:
-        return False
+    return listening(6379)
 
 
 @pytest.fixture
@@ -56,28 +44,13 @@ def deployed(tmp_path):
              "--timeout", str(WORKER_TIMEOUT), "--workers", "1"],
             cwd=ROOT, env={**base, "CELERY_BROKER_URL": broker}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         servers.append(process)
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return port
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("gunicorn did not start")
+        wait_until_listening(port, process, lambda: "gunicorn did not start", seconds=15)
+        return port
 
     yield world, serve
     for process in servers:
         process.terminate()
         process.wait(timeout=15)
-
-
-def call(port: int, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, str, dict]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    connection.request(method, f"/dsh/v1/{path}", json.dumps(body) if body is not None else None,
-                       {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
-    response = connection.getresponse()
-    raw = response.read()
-    connection.close()
-    return response.status, response.getheader("Content-Type", ""), json.loads(raw) if raw else {}
 
 
 def prepare_svg(port: int, world: dict) -> tuple[int, str, dict]:

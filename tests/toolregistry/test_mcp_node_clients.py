@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from arkme.conversations.clients import dsh_client_create
-from tests.support.dsh import Dsh, RecordingClient
+from tests.support.dsh import make_dsh
 from tests.support.mcp_proxy import McpGateway
 from tests.support.services import require_service
 from toolregistry.models import ToolCall
@@ -37,10 +36,8 @@ def node() -> Path:
 
 @pytest.fixture
 def endpoint(live_server, world):
-    client, key = dsh_client_create(name="node-host")
-    api = RecordingClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    dsh = Dsh(api=api, key=key, client=client)
+    dsh = make_dsh("node-host")
+    key = dsh.key
     session = dsh.open_session(world.alice)["session"]
     return dsh, key, session, f"{live_server.url}/dsh/v1/sessions/{session}/mcp"
 

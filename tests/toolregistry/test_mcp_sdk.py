@@ -19,7 +19,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from arkme.conversations.clients import dsh_client_create
-from tests.support.dsh import Dsh, RecordingClient
+from tests.support.dsh import make_dsh
 from tests.support.images import png
 from toolregistry.models import ToolCall
 
@@ -58,10 +58,8 @@ async def connect(url: str, key: str, mode: str = MODERN, human: Human | None = 
 @pytest.fixture
 def host(live_server, world):
     """A DSH client, alice's session with the attachments phase mounted, and the MCP URL."""
-    client, key = dsh_client_create(name="sdk-host")
-    api = RecordingClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    dsh = Dsh(api=api, key=key, client=client)
+    dsh = make_dsh("sdk-host")
+    key = dsh.key
     root = Path(settings.ARKME_WORKSPACE_ROOT) / "ws"
     root.mkdir(parents=True, exist_ok=True)
     session = dsh.open_session(world.alice, workspace="ws")["session"]
@@ -252,10 +250,8 @@ def test_the_readme_python_host_runs_as_written(host, capsys):
 
 @pytest.mark.parametrize("profile", ["business", "atomic", "hybrid", "disabled"])
 def test_lists_follow_the_profile(live_server, world, profile):
-    client, key = dsh_client_create(name=f"profile-{profile}")
-    api = RecordingClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    dsh = Dsh(api=api, key=key, client=client)
+    dsh = make_dsh(f"profile-{profile}")
+    key = dsh.key
     session = dsh.open_session(world.alice, profile=profile)["session"]
     url = f"{live_server.url}/dsh/v1/sessions/{session}/mcp"
 
