@@ -6,25 +6,18 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from .common import Result
+from .common import Result, free_port, wait_for_port
 
 CONNECTIONS = 8
 SECONDS = 2.0  # one window; each target gets ROUNDS windows, interleaved with the others
 ROUNDS = 4
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def load(port: int, method: str, path: str, body: bytes | None, headers: dict) -> tuple[int, float]:
@@ -87,14 +80,7 @@ def run() -> Result:
         cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "DATABASE_CONN_MAX_AGE": "60"},
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "gunicorn did not start"
-                time.sleep(0.2)
+        wait_for_port(port, server, seconds=30)
         auth = {"Authorization": f"Bearer {key}", "Host": "127.0.0.1"}
         post = {**auth, "Content-Type": "application/json"}
         body = json.dumps({"arguments": {"source_ref": source_ref}}).encode()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -69,3 +70,26 @@ def setup_django() -> None:
 def postgres_url() -> str | None:
     url = os.environ.get("ARKME_BENCH_DATABASE_URL") or os.environ.get("DATABASE_URL", "")
     return url if url.startswith(("postgres://", "postgresql://")) else None
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 60) -> None:
+    """Until a server listens on ``port``; raises if its process exits or time runs out."""
+    import socket
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start") from None
+            time.sleep(0.2)

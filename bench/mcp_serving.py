@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import Result
+from .common import Result, free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = 8
@@ -33,24 +32,6 @@ WINDOW_SECONDS = 3
 ROUNDS = 3
 MODERN = "2026-07-28"
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(port: int, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the server did not start") from None
-            time.sleep(0.2)
 
 
 def _tree(pid: int) -> list[int]:
@@ -107,7 +88,7 @@ def start_product(n: int) -> Server:
          "--threads", "4", "--keep-alive", "5", "--timeout", "30", "--bind", f"127.0.0.1:{port}",
          "--log-level", "warning"],
         cwd=ROOT, env=env)
-    _wait(port, process)
+    wait_for_port(port, process)
     return Server("product", process, f"http://127.0.0.1:{port}")
 
 
@@ -122,7 +103,7 @@ def start_peer(n: int, folder: Path) -> Server:
         [sys.executable, "-m", "uvicorn", "bench.fastmcp_peer:app", "--host", "127.0.0.1", "--port", str(port),
          "--workers", "2", "--log-level", "warning", "--no-access-log"],
         cwd=ROOT, env=env)
-    _wait(port, process)
+    wait_for_port(port, process)
     return Server("fastmcp", process, f"http://127.0.0.1:{port}")
 
 
