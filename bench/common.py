@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import statistics
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
