@@ -56,3 +56,12 @@ def test_ill_formed_id_is_400(dsh, session, world, bad):
 @pytest.mark.parametrize("good", ["abcdef", "a" * 20, "a_1_b_2"])
 def test_well_formed_ids_are_accepted(dsh, session, good):
     assert dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": good}).status_code == 200
+
+
+def test_the_card_never_promises_a_change_that_cannot_happen(dsh, session, world):
+    first = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}).json()
+    assert "will change from" in first["card"]["body"]
+    dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}, approval=first["approval"])
+    again = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_2027"}).json()
+    assert again["decision"] == "ask" and "will be refused" in again["card"]["body"]
+    assert "will change from" not in again["card"]["body"]

@@ -64,6 +64,12 @@ def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, 
 def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> ApprovalCard:
     current = context.ports.accounts.account_view(account=context.account)
     new_id = str(arguments["arkme_id"]).strip().lower()
+    if not current["arkme_id_changeable"]:
+        # The card never promises what cannot happen; the call itself is refused with 409.
+        return ApprovalCard(
+            title="Change your Arkme ID?",
+            body=f"Your Arkme ID {current['arkme_id']} was already changed once; this change will be refused.",
+        )
     return ApprovalCard(
         title="Change your Arkme ID?",
         body=(
