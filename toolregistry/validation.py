@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -88,6 +89,15 @@ def select_guidance(catalog: Catalog, visible_names: set[str]) -> list[Guidance]
     return [entry for entry in catalog.guidance if set(entry.requires) <= visible_names and entry.requires]
 
 
+def _schema_problems(code: str, what: str, schema: Mapping[str, Any], shaped: bool, shape: str) -> list[Problem]:
+    """A schema must be valid JSON Schema, and then have the shape its use needs."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return [Problem(code, f"{what} is not valid JSON Schema: {exc.message}")]
+    return [] if shaped else [Problem(code, f"{what} {shape}")]
+
+
 def _definition_problems(module: ToolModule) -> list[Problem]:
     meta = module.METADATA
     problems: list[Problem] = []
@@ -98,21 +108,14 @@ def _definition_problems(module: ToolModule) -> list[Problem]:
     if not description or len(definition.description) > MAX_DESCRIPTION:
         problems.append(Problem("toolregistry.E005", f"{meta.name}: description must have 1 to {MAX_DESCRIPTION} characters"))
     schema = definition.input_schema
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        problems.append(Problem("toolregistry.E013", f"{meta.name}: input schema is not valid JSON Schema: {exc.message}"))
-    else:
-        if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
-            problems.append(Problem("toolregistry.E013", f"{meta.name}: input schema must be an object refusing unknown arguments"))
+    problems.extend(_schema_problems(
+        "toolregistry.E013", f"{meta.name}: input schema", schema,
+        schema.get("type") == "object" and schema.get("additionalProperties") is False,
+        "must be an object refusing unknown arguments"))
     output = definition.output_schema
-    try:
-        Draft202012Validator.check_schema(output)
-    except SchemaError as exc:
-        problems.append(Problem("toolregistry.E015", f"{meta.name}: output schema is not valid JSON Schema: {exc.message}"))
-    else:
-        if output.get("type") != "object":
-            problems.append(Problem("toolregistry.E015", f"{meta.name}: output schema must describe an object"))
+    problems.extend(_schema_problems(
+        "toolregistry.E015", f"{meta.name}: output schema", output, output.get("type") == "object",
+        "must describe an object"))
     if meta.approval is Approval.PRE_EXECUTE and definition.describe_approval is None:
         problems.append(Problem("toolregistry.E014", f"{meta.name}: a pre-execute tool must describe its approval card"))
     return problems
