@@ -40,3 +40,25 @@ def check_blob_store_writable(app_configs: Any = None, **kwargs: Any) -> list[Ch
         return [Error(f"The S3 bucket {settings.ARKME_S3_BUCKET!r} did not return what was written.",
                       id="arkme.E002")]
     return []
+
+
+@register()
+def check_tasks_end_before_redelivery(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """On a Redis broker, the task time limit is below the visibility timeout.
+
+    Redis hands an unacknowledged task to a worker again once the visibility timeout passes,
+    even while the first worker still runs it; with acknowledgement after the task, a task
+    allowed to run longer would be run twice, and a slow one again and again.
+    """
+    broker = settings.CELERY_BROKER_URL or ""
+    if not broker.startswith(("redis://", "rediss://")):
+        return []
+    limit = settings.CELERY_TASK_TIME_LIMIT
+    visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 3600)
+    if limit < visibility:
+        return []
+    return [Error(
+        f"CELERY_TASK_TIME_LIMIT ({limit}s) must be shorter than the Redis visibility timeout ({visibility}s).",
+        hint="Lower CELERY_TASK_TIME_LIMIT or raise CELERY_VISIBILITY_TIMEOUT, or a slow task runs twice.",
+        id="arkme.E003",
+    )]

@@ -237,6 +237,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "max_retries": 1, "interval_start": 0, "interval_step": 0.5,
     "visibility_timeout": _env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
 }
+# Every task is stopped before the visibility timeout: on Redis, a task still running when it
+# passes is delivered a second time, and a render slower than the timeout would loop for ever.
+CELERY_TASK_TIME_LIMIT = _env_int("CELERY_TASK_TIME_LIMIT", 300)
 if os.environ.get("CELERY_BROKER_TRANSPORT_OPTIONS", "").strip():
     # e.g. {"unacked_restore_interval": 1} for a faster sweep of abandoned messages on Redis.
     try:

@@ -10,6 +10,7 @@ import time
 from typing import Any, Callable
 
 from celery import Task
+from celery.exceptions import TimeLimitExceeded
 from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult, EagerResult
 from django.conf import settings
@@ -58,7 +59,8 @@ def wait(result: AsyncResult | EagerResult, *, timeout: float) -> Any:
     try:
         answer = result.get(timeout=allowed, propagate=True, disable_sync_subtasks=False)
         end = "ok"
-    except CeleryTimeout as exc:
+    except (CeleryTimeout, TimeLimitExceeded) as exc:
+        # TimeLimitExceeded: the worker stopped the task at CELERY_TASK_TIME_LIMIT.
         end = "timeout"
         logger.warning("task %s did not finish within %ss", getattr(result, "id", "?"), timeout)
         raise QueueUnavailable("The task did not finish in time; try again.") from exc

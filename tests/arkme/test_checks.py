@@ -1,11 +1,12 @@
-"""The deployment check that the S3 bucket exists and takes a write, a read and a delete."""
+"""The deployment check that the S3 bucket exists and takes a write, a read and a delete; the
+check that no task may outlive the Redis visibility timeout."""
 from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from arkme.checks import check_blob_store_writable
+from arkme.checks import check_blob_store_writable, check_tasks_end_before_redelivery
 from tests.conftest import s3_blob_settings
 
 
@@ -33,3 +34,31 @@ def test_a_missing_bucket_fails_the_deploy_check(s3, settings, moto_endpoint):
     assert "secret" not in error.msg.lower() and "key" not in error.msg.lower()
     with pytest.raises(SystemCheckError, match="arkme.E001"):
         call_command("check", "--deploy", "--tag", "storage")
+
+
+def test_a_task_limit_past_the_redis_visibility_timeout_is_an_error(settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/0"
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 60}
+    settings.CELERY_TASK_TIME_LIMIT = 59
+    assert check_tasks_end_before_redelivery() == []
+    settings.CELERY_TASK_TIME_LIMIT = 60
+    [error] = check_tasks_end_before_redelivery()
+    assert error.id == "arkme.E003" and "60s" in error.msg
+    settings.CELERY_BROKER_URL = "amqp://127.0.0.1:5672//"  # no visibility timeout on RabbitMQ
+    assert check_tasks_end_before_redelivery() == []
+
+
+def test_a_task_stopped_at_its_time_limit_is_a_503_for_the_caller():
+    from celery.exceptions import TimeLimitExceeded
+
+    from arkme.kernel.errors import QueueUnavailable
+    from arkme.kernel.tasking import wait
+
+    class Stopped:
+        id = "t"
+
+        def get(self, **kwargs):
+            raise TimeLimitExceeded(300)
+
+    with pytest.raises(QueueUnavailable):
+        wait(Stopped(), timeout=5)  # type: ignore[arg-type]
