@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 ORDER = [
     ("session_view", "bench.session_view", False),
-    ("prepare_confirm_20", "bench.prepare_confirm", False),
+    ("prepare_confirm", "bench.prepare_confirm", False),
     ("svg_normalise", "bench.svg_normalise", False),
     ("candidates_growth", "bench.candidates_growth", True),
     ("prepare_peak_memory", "bench.peak_memory", False),

@@ -42,18 +42,26 @@ def median_seconds(fn: Callable[[], object], *, rounds: int = 7, warmup: int = 2
 
 
 def paired_medians(product: Callable[[], object], baseline: Callable[[], object], *, rounds: int = 7,
-                   warmup: int = 2) -> tuple[float, float]:
+                   warmup: int = 2, reset: Callable[[], object] | None = None) -> tuple[float, float]:
     """Median wall times of two workloads measured in alternating rounds, so that drift in the
-    machine's speed falls on both alike."""
+    machine's speed falls on both alike. ``reset``, untimed, runs after each workload (undoing
+    what it stored, so the next round does the same work)."""
+    def after() -> None:
+        if reset is not None:
+            reset()
+
     for _ in range(warmup):
         product()
+        after()
         baseline()
+        after()
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(rounds):
         for index, fn in enumerate((product, baseline)):
             started = time.perf_counter()
             fn()
             times[index].append(time.perf_counter() - started)
+            after()
     return statistics.median(times[0]), statistics.median(times[1])
 
 

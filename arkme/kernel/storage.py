@@ -54,6 +54,11 @@ class ObjectStore:
     def _put(self, key: str, data: Payload) -> bool:
         raise NotImplementedError
 
+    def put_copy_if_absent(self, key: str, source_key: str, data: bytes) -> bool:
+        """``put_if_absent(key, data)``, where ``data`` are the bytes stored at ``source_key``
+        (read and checked by the caller): a back-end that can reuse the stored object does."""
+        return self.put_if_absent(key, data)
+
     def read(self, key: str) -> bytes:
         with self.open(key) as handle:
             try:
@@ -139,6 +144,22 @@ class LocalObjectStore(ObjectStore):
             return True
         finally:
             os.unlink(temporary)
+
+    def put_copy_if_absent(self, key: str, source_key: str, data: bytes) -> bool:
+        # A hard link to the file already written and synced, not a second copy of its bytes.
+        final = self.storage.path(key)
+        try:
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            try:
+                os.link(self.storage.path(source_key), final)
+            except FileExistsError:
+                return False
+            except FileNotFoundError:
+                return self._put(key, data)
+            return True
+        except STORAGE_ERRORS as exc:
+            logger.warning("storage write failed: %s", type(exc).__name__)
+            raise _fault("put_if_absent") from exc
 
     def keys(self, prefix: str) -> Iterator[tuple[str, datetime]]:
         root, base = self.storage.path(prefix), self.storage.path("")

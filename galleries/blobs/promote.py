@@ -23,15 +23,16 @@ def blob_promote(*, sha256: str, width: int, height: int, format: str) -> Promot
     final = blob_key(sha256)
     if Blob.objects.filter(sha256=sha256).exists() and store.exists(final):
         return {"sha256": sha256, "created": False}
+    staged = staging_key(sha256)
     try:
-        data = store.read(staging_key(sha256))
+        data = store.read(staged)
     except FileNotFoundError:
         # A retried task whose first run got as far as the store: the blob is already there.
-        data = store.read(final)
+        data, staged = store.read(final), final
     if sha256_hex(data) != sha256:
         store.delete(staging_key(sha256))
         raise ContentRejected("A staged image did not match its fingerprint.", code=ErrorCode.BLOB_CORRUPTED)
-    created = store.put_if_absent(final, data)
+    created = store.put_copy_if_absent(final, staged, data) if staged != final else False
     if not created and sha256_hex(store.read(final)) != sha256:
         # Whatever is at the key is damaged: replace it with the verified bytes.
         store.delete(final)

@@ -33,6 +33,19 @@ def test_put_if_absent_never_overwrites(backend):
     assert store.read("blobs/ab/key") == b"first"
 
 
+def test_a_copy_of_a_stored_object_is_put_once_and_never_overwrites(backend):
+    store = object_store()
+    store.put_if_absent("staging/one", b"staged")
+    assert store.put_copy_if_absent("blobs/ab/one", "staging/one", b"staged") is True
+    store.delete("staging/one")  # the copy outlives its source (a link on local files)
+    assert store.read("blobs/ab/one") == b"staged"
+    assert store.put_copy_if_absent("blobs/ab/one", "staging/two", b"other") is False
+    assert store.read("blobs/ab/one") == b"staged"
+    # A source that is gone is written from the bytes the caller holds.
+    assert store.put_copy_if_absent("blobs/ab/two", "staging/gone", b"held") is True
+    assert store.read("blobs/ab/two") == b"held"
+
+
 def test_listing_sees_what_was_stored(backend):
     store = object_store()
     store.put_if_absent("blobs/aa/one", b"1")

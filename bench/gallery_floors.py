@@ -1,0 +1,115 @@
+"""The least work a gallery add can do under the contract, written with the libraries alone.
+
+A prepare must fingerprint each source and know the exact bytes it would store (their
+fingerprint says whether the gallery has them already). A confirm must read every source
+again and check it is unchanged, then store the bytes; prepare may write nothing but the
+pending operation, so confirm derives the bytes a second time, except for a PNG kept as its
+image chunks, where the stream check alone reproduces them. The floor therefore does, per
+image and per path:
+
+- ``kept``: read, sha256, decode, the PNG stream check, sha256 of the kept chunks; at
+  confirm, read, sha256, the stream check, sha256, one durable write;
+- ``encoded``: read, sha256, decode, turn, colour-convert, encode, sha256; at confirm the
+  same again and one durable write;
+- ``svg``: read, sha256, the restricted-SVG check, render with bare cairosvg, then the
+  ``kept`` work on the rendered PNG; at confirm the same again and one durable write.
+
+The stream check and the SVG check are the product's own functions: they are required work
+(refusing hostile input), so the floor runs them as they are. ``tests/bench`` checks that the
+floor stores byte for byte what the product stores.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+from pathlib import Path
+
+from PIL import ExifTags, Image, ImageCms, ImageOps
+
+_SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
+
+
+def _encode(image: Image.Image, fmt: str) -> bytes:
+    out = io.BytesIO()
+    image.info = {}
+    if fmt == "JPEG":
+        image.save(out, "JPEG", quality=90, optimize=False)
+    elif fmt == "WEBP":
+        image.save(out, "WEBP", quality=90, method=4)
+    else:
+        image.save(out, "PNG", compress_level=6)
+    return out.getvalue()
+
+
+def derive(data: bytes) -> bytes:
+    """The bytes a gallery stores for ``data``: the product's output, by the shortest route."""
+    import cairosvg
+
+    from galleries.ingest.png_stream import png_image_chunks
+    from galleries.ingest.svg_sanitise import sanitise_svg
+
+    if not data.startswith((b"\x89PNG", b"\xff\xd8", b"RIFF")):
+        safe = sanitise_svg(data)
+        data = cairosvg.svg2png(bytestring=safe.data, output_width=safe.width, output_height=safe.height)
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    turned = image.getexif().get(ExifTags.Base.Orientation, 1) in range(2, 9)
+    icc = image.info.get("icc_profile")
+    if image.format == "PNG" and not turned and not icc:
+        kept = png_image_chunks(data)
+        if kept is not None:
+            return kept
+    fmt = image.format or "PNG"
+    if turned:
+        image = ImageOps.exif_transpose(image)
+    if icc:
+        mode = "RGBA" if image.mode in ("RGBA", "LA", "PA") else "RGB"
+        image = ImageCms.profileToProfile(image, ImageCms.ImageCmsProfile(io.BytesIO(icc)), _SRGB, outputMode=mode)
+    return _encode(image, fmt)
+
+
+def reproduce(data: bytes) -> bytes:
+    """What confirm derives from unchanged bytes: a kept PNG needs only the stream check."""
+    from galleries.ingest.png_stream import png_image_chunks
+
+    kept = png_image_chunks(data) if data.startswith(b"\x89PNG") else None
+    return kept if kept is not None else derive(data)
+
+
+def durable_write(directory: Path, data: bytes) -> None:
+    """Write, fsync and link into its content address: one durable, atomic write."""
+    digest = hashlib.sha256(data).hexdigest()
+    fd, temporary = tempfile.mkstemp(dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, directory / digest)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(temporary)
+
+
+def prepare(paths: list[Path]) -> list[tuple[str, str]]:
+    """(source sha256, stored sha256) of each source, one in memory at a time."""
+    prepared = []
+    for path in paths:
+        data = path.read_bytes()
+        prepared.append((hashlib.sha256(data).hexdigest(), hashlib.sha256(derive(data)).hexdigest()))
+    return prepared
+
+
+def confirm(paths: list[Path], prepared: list[tuple[str, str]], store: Path) -> None:
+    for path, (source_sha, stored_sha) in zip(paths, prepared, strict=True):
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != source_sha:
+            raise ValueError("changed")
+        stored = reproduce(data)
+        if hashlib.sha256(stored).hexdigest() != stored_sha:
+            raise ValueError("changed")
+        durable_write(store, stored)

@@ -1,0 +1,130 @@
+"""The image mix the gallery benchmarks use: what users upload, not flat colour or noise alone.
+
+Every image is made from a seed, so the same run makes the same bytes and two seeds make two
+different images (a gallery stores each content once). Each kind names the path the product
+takes with it: ``kept`` (an upright PNG without a colour profile, stored as its image chunks),
+``encoded`` (decoded, turned, colour-managed and encoded again) or ``svg`` (checked, rendered).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+from typing import Callable
+
+from .svg_normalise import svgs
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    path: str  # kept, encoded or svg
+    make: Callable[[int], bytes]
+    extension: str
+
+
+def _noise(size: tuple[int, int], seed: int, mode: str = "RGB"):
+    from PIL import Image
+
+    bands = len(mode)
+    return Image.frombytes(mode, size, hashlib.shake_256(f"{seed}".encode()).digest(size[0] * size[1] * bands))
+
+
+def _exif(orientation: int) -> bytes:
+    from PIL import Image
+
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    exif[0x010F] = "Arkme bench camera"
+    return exif.tobytes()
+
+
+def _icc() -> bytes:
+    from PIL import ImageCms
+
+    return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+
+
+def _photo(size: tuple[int, int], seed: int):
+    """Smooth light and colour with fine grain: what a camera's JPEG looks like to a codec."""
+    from PIL import Image, ImageChops
+
+    small = _noise((size[0] // 64 + 2, size[1] // 64 + 2), seed).resize(size, Image.Resampling.BICUBIC)
+    grain = _noise(size, seed + 1).point(lambda v: 104 + v // 5)
+    return ImageChops.overlay(small, grain)
+
+
+def photo_jpeg(seed: int) -> bytes:
+    """A 12 Mpx (4000×3000) camera JPEG held sideways (EXIF orientation 6) with an ICC profile."""
+    out = io.BytesIO()
+    _photo((4000, 3000), seed).save(out, "JPEG", quality=85, exif=_exif(6), icc_profile=_icc())
+    return out.getvalue()
+
+
+def photo_webp(seed: int) -> bytes:
+    """A 1920×1080 lossy WebP photo."""
+    out = io.BytesIO()
+    _photo((1920, 1080), seed).save(out, "WEBP", quality=80)
+    return out.getvalue()
+
+
+def screenshot_png(seed: int) -> bytes:
+    """A 2560×1600 screenshot: flat panels, buttons, lines of text."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (2560, 1600), (246, 247, 249))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, 2560, 72), fill=(32, 40, 56))
+    draw.rectangle((0, 72, 360, 1600), fill=(236, 238, 242))
+    digest = hashlib.shake_256(f"screen{seed}".encode()).digest(4096)
+    for row in range(60):
+        y = 110 + row * 24
+        width = 400 + digest[row] * 6
+        draw.text((400, y), " ".join(f"item-{digest[row + k]:03d}" for k in range(width // 90)), fill=(40, 40, 40))
+        if row % 7 == 0:
+            draw.rounded_rectangle((2200, y - 4, 2480, y + 30), 8, fill=(40 + digest[row], 110, 220))
+    for i in range(24):
+        draw.text((24, 100 + i * 56), f"Section {digest[i + 100]}", fill=(60, 60, 70))
+    out = io.BytesIO()
+    image.save(out, "PNG", compress_level=6)
+    return out.getvalue()
+
+
+def flat_rgba_png(seed: int, *, turned: bool = False) -> bytes:
+    """A 4096×4096 RGBA PNG of one colour: 64 MiB of pixels in a file of a fraction of a MiB.
+    ``turned`` adds an EXIF orientation and an ICC profile, the costliest input the limits allow."""
+    from PIL import Image
+
+    image = Image.new("RGBA", (4096, 4096), (seed % 256, 90, 160, 200))
+    extra = {"exif": _exif(6), "icc_profile": _icc()} if turned else {}
+    out = io.BytesIO()
+    image.save(out, "PNG", compress_level=6, **extra)
+    return out.getvalue()
+
+
+def noise_png(seed: int) -> bytes:
+    """1180×1180 RGB noise: a PNG of about 4 MiB that no filter can shrink."""
+    out = io.BytesIO()
+    _noise((1180, 1180), seed).save(out, "PNG", compress_level=6)
+    return out.getvalue()
+
+
+def _svg(name: str) -> Callable[[int], bytes]:
+    def make(seed: int) -> bytes:
+        # A comment makes each seed's source different; the rendering is the same work.
+        return svgs()[name].replace(b"<svg ", f"<!-- {seed} --><svg ".encode(), 1)
+    return make
+
+
+KINDS = [
+    Kind("photo jpeg 12 Mpx, turned, ICC", "encoded", photo_jpeg, "jpg"),
+    Kind("screenshot png 2560×1600", "kept", screenshot_png, "png"),
+    Kind("flat rgba png 4096²", "kept", flat_rgba_png, "png"),
+    Kind("flat rgba png 4096², turned, ICC", "encoded", lambda seed: flat_rgba_png(seed, turned=True), "png"),
+    Kind("noise png 1180²", "kept", noise_png, "png"),
+    Kind("photo webp 1920×1080", "encoded", photo_webp, "webp"),
+    Kind("svg simple", "svg", _svg("simple"), "svg"),
+    Kind("svg 300 paths", "svg", _svg("300 paths"), "svg"),
+    Kind("svg gradients", "svg", _svg("gradients"), "svg"),
+]
+KIND = {kind.name: kind for kind in KINDS}
