@@ -70,12 +70,15 @@ def derive(data: bytes) -> bytes:
     return _encode(image, fmt)
 
 
-def reproduce(data: bytes) -> bytes:
-    """What confirm derives from unchanged bytes: a kept PNG needs only the stream check."""
+def reproduce(data: bytes, stored_sha: str) -> bytes:
+    """What confirm derives from unchanged bytes: a PNG prepare kept needs only the stream
+    check (its chunks have the fingerprint prepare found); anything else is derived again."""
     from galleries.ingest.png_stream import png_image_chunks
 
     kept = png_image_chunks(data) if data.startswith(b"\x89PNG") else None
-    return kept if kept is not None else derive(data)
+    if kept is not None and hashlib.sha256(kept).hexdigest() == stored_sha:
+        return kept
+    return derive(data)
 
 
 def durable_write(directory: Path, data: bytes) -> None:
@@ -109,7 +112,7 @@ def confirm(paths: list[Path], prepared: list[tuple[str, str]], store: Path) -> 
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != source_sha:
             raise ValueError("changed")
-        stored = reproduce(data)
+        stored = reproduce(data, stored_sha)
         if hashlib.sha256(stored).hexdigest() != stored_sha:
             raise ValueError("changed")
         durable_write(store, stored)

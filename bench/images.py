@@ -91,11 +91,12 @@ def screenshot_png(seed: int) -> bytes:
 
 
 def flat_rgba_png(seed: int, *, turned: bool = False) -> bytes:
-    """A 4096×4096 RGBA PNG of one colour: 64 MiB of pixels in a file of a fraction of a MiB.
+    """A 4096×4096 RGBA PNG of two flat colours: 64 MiB of pixels in a file of a fraction of a MiB.
     ``turned`` adds an EXIF orientation and an ICC profile, the costliest input the limits allow."""
     from PIL import Image
 
     image = Image.new("RGBA", (4096, 4096), (seed % 256, 90, 160, 200))
+    image.paste((240, 200, 40, 255), (0, 0, 1024, 4096))  # a band, so that turning changes the pixels
     extra = {"exif": _exif(6), "icc_profile": _icc()} if turned else {}
     out = io.BytesIO()
     image.save(out, "PNG", compress_level=6, **extra)

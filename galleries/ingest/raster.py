@@ -123,8 +123,13 @@ def _to_srgb(image: Image.Image, field: str | None) -> Image.Image:
             mode = "RGBA" if image.mode in ("RGBA", "LA", "PA") else "RGB"
             if image.mode not in ("RGB", "RGBA", "CMYK", "L"):
                 image = image.convert("RGBA" if mode == "RGBA" else "RGB")
-            converted = ImageCms.profileToProfile(image, source, _SRGB, outputMode=mode)
-            image = converted if converted is not None else image
+            if image.mode == mode:
+                # The decoded pixels are this function's own: converting them where they lie
+                # keeps a second full-size copy out of memory.
+                ImageCms.profileToProfile(image, source, _SRGB, outputMode=mode, inPlace=True)
+            else:
+                converted = ImageCms.profileToProfile(image, source, _SRGB, outputMode=mode)
+                image = converted if converted is not None else image
         except (ImageCms.PyCMSError, OSError, ValueError) as exc:
             raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field) from exc
     return image

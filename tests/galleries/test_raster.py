@@ -210,3 +210,18 @@ def test_the_scan_count_skips_marker_bytes_inside_headers_and_entropy_data():
     # Noise gives entropy-coded data full of stuffed 0xFF 0x00 pairs; EXIF text holds FF DA.
     Image.effect_noise((400, 400), 80).convert("RGB").save(out, "JPEG", exif=b"Exif\x00\x00" + b"\xff\xda" * 50)
     assert jpeg_scans(out.getvalue()) == 1
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA"])
+def test_colour_conversion_in_place_gives_the_pixels_a_copy_would(mode):
+    from PIL import ImageCms
+
+    from galleries.ingest.raster import _SRGB, _to_srgb
+
+    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    image = Image.frombytes(mode, (64, 64), bytes(range(256)) * (64 * 64 * len(mode) // 256))
+    image.info["icc_profile"] = icc
+    expected = ImageCms.profileToProfile(image, ImageCms.ImageCmsProfile(io.BytesIO(icc)), _SRGB, outputMode=mode)
+    converted = _to_srgb(image, None)
+    assert converted is image  # no second full-size image
+    assert converted.tobytes() == expected.tobytes()
