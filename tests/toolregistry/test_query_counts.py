@@ -61,3 +61,18 @@ def test_member_add_and_its_card_run_the_same_statements_for_1_and_20_refs(dsh, 
         counts[size] = (card, run)
     assert counts["one"] == counts["twenty"]
 
+
+
+def test_confirm_runs_the_same_statements_for_each_image_from_1_to_20(dsh, world, gs, db):
+    """Statements grow by the same number for every image a confirm stores: nothing is read
+    again per image that one statement could read for all."""
+    counts = {}
+    for images in (1, 2, 20):
+        gs.extension = extension_create(owner=world.alice, name=f"confirm-{images}").public_id
+        paths = gs.write_many(images, start=100 * images)
+        operation = gs.prepare(source="workspace", workspace_paths=paths).json()["result"]["operation"]
+        gs.say("确认")
+        counts[images], response = statements(lambda o=operation: gs.confirm(o))
+        assert response.json()["result"]["added"] == images
+    per_image = counts[2] - counts[1]
+    assert counts[20] - counts[1] == 19 * per_image
