@@ -201,11 +201,14 @@ ARKME_MESSAGE_MAX_ATTACHMENTS = _env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)
 ARKME_IDEMPOTENCY_TTL_SECONDS = _env_int("ARKME_IDEMPOTENCY_TTL_SECONDS", 86400)
 # How long the tool-call audit is kept; the periodic prune removes older rows.
 ARKME_AUDIT_RETENTION_DAYS = _env_int("ARKME_AUDIT_RETENTION_DAYS", 365)
-# Where people open invitation links: the public address of this service.
 # Where invitation links point. Unset: the address the request that made the link came to
 # (so `make run` on any port works); set it in production to the public address.
 ARKME_PUBLIC_URL = os.environ.get("ARKME_PUBLIC_URL", "").strip().rstrip("/")
 ARKME_INVITATION_TTL_SECONDS = _env_int("ARKME_INVITATION_TTL_SECONDS", 7 * 86400)
+# Candidates for a group come from at least this many of the person's newest private chats
+# (the newest this many on each side of the stored pair), so a call's cost does not grow with
+# a long chat history when most recent partners are already members or match no query.
+ARKME_CANDIDATE_RECENT_CHATS = _env_int("ARKME_CANDIDATE_RECENT_CHATS", 1000, minimum=100)
 
 # Bodies of JSON requests stay small; files stream to disk through the upload handlers.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024

@@ -15,10 +15,10 @@ from .services import join_request_decide
 
 @admin.register(Group)
 class GroupAdmin(admin.ModelAdmin):
-    list_display = ("name", "join_policy", "public_id", "created_at")
+    list_display = ("name", "join_policy", "member_count", "public_id", "created_at")
     list_filter = ("join_policy",)
     search_fields = ("name", "public_id")
-    readonly_fields = ("public_id", "created_at", "members")
+    readonly_fields = ("public_id", "created_at", "member_count", "members")
 
     @admin.display(description="members")
     def members(self, obj: Group) -> str:

@@ -1,6 +1,8 @@
 """Groups with join policies, memberships, and private chats between two accounts."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.db.models import F, Q
 
@@ -23,12 +25,25 @@ class Group(models.Model):
     name = models.CharField(max_length=100)
     join_policy = models.CharField(max_length=10, choices=JoinPolicy.choices, default=JoinPolicy.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Kept by database triggers on every membership insert, delete and move (migration
+    # groups.0002), so it stays exact through the services, the admin, cascades, bulk loads
+    # and raw SQL, and a group's size is read, not counted, on every call.
+    member_count = models.PositiveIntegerField(default=0, editable=False,
+                                               help_text="Members, kept by the database.")
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Saving a loaded group writes every column; the count it holds may be stale by now,
+        # and only the triggers may write it.
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [field.name for field in self._meta.concrete_fields
+                                       if not field.primary_key and field.name != "member_count"]
+        super().save(*args, **kwargs)
 
 
 class Membership(models.Model):

@@ -5,6 +5,7 @@ import functools
 from datetime import datetime, timedelta
 from typing import Any, NotRequired, TypedDict
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Q, QuerySet
 
@@ -63,10 +64,11 @@ def group_refs_view(account: AccountIdentity) -> list[GroupRefView]:
 
 
 def group_view(group: Group, *, fresh: bool = False) -> GroupView:
-    """``fresh`` counts members again, after a change; otherwise an annotated count is used."""
-    count = getattr(group, "member_count", None)
-    if fresh or count is None:
-        count = group.memberships.count()
+    """``fresh`` reads the size again, after this call changed the memberships (the database
+    keeps the column, so the loaded group's copy is stale)."""
+    count = group.member_count
+    if fresh:
+        count = Group.objects.filter(pk=group.pk).values_list("member_count", flat=True).get()
     return {"name": group.name, "join_policy": group.join_policy, "member_count": count}
 
 
@@ -75,7 +77,7 @@ _table, _column = table, column
 
 @functools.cache
 def _group_for_member_sql(vendor: str) -> str:
-    """The group, whether the account belongs to it, and its size, in one statement.
+    """The group (its size is a column) and whether the account belongs to it, in one statement.
 
     Written once as SQL, for the reason given on ``_candidate_sql``.
     """
@@ -84,8 +86,7 @@ def _group_for_member_sql(vendor: str) -> str:
     return (
         f"SELECT {columns},"  # noqa: S608 - identifiers from the models, values bound
         f" EXISTS (SELECT 1 FROM {_table(Membership)} m WHERE m.{group_fk} = g.{group_pk} AND m.{account_fk} = %s)"
-        f" AS is_member,"
-        f" (SELECT COUNT(*) FROM {_table(Membership)} m WHERE m.{group_fk} = g.{group_pk}) AS member_count"
+        f" AS is_member"
         f" FROM {_table(Group)} g WHERE g.{_column(Group, 'public_id')} = %s"
     )
 
@@ -113,18 +114,24 @@ def chats_of(account: AccountIdentity) -> QuerySet[PrivateChat]:
 
 
 def _candidate_side_sql(mine: str, theirs: str, *, with_query: bool) -> str:
+    """One side of the stored pair: its newest chats (at most the recent-chats window, read
+    newest first from the side's index), less deactivated people and members, newest first."""
     mine, theirs = _column(PrivateChat, mine), _column(PrivateChat, theirs)
     chat_id, activity = _column(PrivateChat, "id"), _column(PrivateChat, "last_activity_at")
     name = _column(Account, "display_name")
     match = f" AND UPPER(a.{name}) LIKE UPPER(%s) ESCAPE '\\'" if with_query else ""
+    recent = (
+        f"SELECT {_column(PrivateChat, 'public_id')} AS public_id, {theirs} AS other_id,"  # noqa: S608
+        f" {activity} AS last_activity_at, {chat_id} AS chat_id"
+        f" FROM {_table(PrivateChat)} WHERE {mine} = %s ORDER BY {activity} DESC, {chat_id} DESC LIMIT %s"
+    )
     return (
-        f"SELECT c.{_column(PrivateChat, 'public_id')} AS public_id, a.{name} AS other_name,"  # noqa: S608
-        f" c.{activity} AS last_activity_at, c.{chat_id} AS chat_id"
-        f" FROM {_table(PrivateChat)} c JOIN {_table(Account)} a ON a.{_column(Account, 'id')} = c.{theirs}"
-        f" WHERE c.{mine} = %s AND a.{_column(Account, 'is_active')} = %s"
+        f"SELECT c.public_id, a.{name} AS other_name, c.last_activity_at, c.chat_id"  # noqa: S608
+        f" FROM ({recent}) AS c JOIN {_table(Account)} a ON a.{_column(Account, 'id')} = c.other_id"
+        f" WHERE a.{_column(Account, 'is_active')} = %s"
         f" AND NOT EXISTS (SELECT 1 FROM {_table(Membership)} m WHERE m.{_column(Membership, 'group')} = %s"
-        f" AND m.{_column(Membership, 'account')} = c.{theirs}){match}"
-        f" ORDER BY c.{activity} DESC, c.{chat_id} DESC LIMIT %s"
+        f" AND m.{_column(Membership, 'account')} = c.other_id){match}"
+        f" ORDER BY c.last_activity_at DESC, c.chat_id DESC LIMIT %s"
     )
 
 
@@ -147,13 +154,16 @@ def _candidate_sql(vendor: str, with_query: bool) -> str:
 
 
 def candidate_chats(account: AccountIdentity, group: Group, *, query: str | None, limit: int) -> list[dict[str, str]]:
-    """People from the account's private chats who could join the group, newest chat first.
+    """People from the account's recent private chats who could join the group, newest first.
 
     One query: a UNION ALL of the chats where the account is the lower and the higher side,
-    each read newest first from its own index and cut at ``limit + 1``; membership is a
-    NOT EXISTS. So the cost grows with the rows returned, not with chats or members.
+    each read newest first from its own index, at most ``ARKME_CANDIDATE_RECENT_CHATS`` of
+    them, and cut at ``limit + 1``; membership is a NOT EXISTS on its unique index. So the
+    cost grows with the rows returned, never beyond the window, and not with the chats or the
+    members: a history where every recent partner is already a member, or a query that
+    matches nobody, costs the window, not the history.
     """
-    side_params: list[Any] = [account.pk, True, group.pk]
+    side_params: list[Any] = [account.pk, settings.ARKME_CANDIDATE_RECENT_CHATS, True, group.pk]
     if query:
         side_params.append(f"%{connection.ops.prep_for_like_query(query)}%")
     side_params.append(limit + 1)

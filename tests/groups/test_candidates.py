@@ -165,3 +165,18 @@ def test_the_api_call_reads_the_account_only_through_the_session(dsh, session, r
         response = api.post(path, {"arguments": {"source_ref": refs["open-group"]}}, format="json")
     assert response.status_code == 200
     assert len(queries) == 5, [q["sql"][:80] for q in queries]
+
+
+@pytest.mark.django_db
+def test_candidates_come_from_the_recent_chats_window(settings):
+    """A long history costs the window, not the history: older chats are not searched."""
+    me, group = _world_of(150, 0)
+    chats = PrivateChat.objects.filter(account_low=me).order_by("-last_activity_at")
+    newest = [chat.account_high_id for chat in chats[:120]]
+    Membership.objects.bulk_create([Membership(group=group, account_id=pk) for pk in newest])
+    settings.ARKME_CANDIDATE_RECENT_CHATS = 100
+    assert candidate_chats(me, group, query=None, limit=50) == []
+    assert candidate_chats(me, group, query="P149", limit=50) == []
+    settings.ARKME_CANDIDATE_RECENT_CHATS = 150
+    assert len(candidate_chats(me, group, query=None, limit=50)) == 30
+    assert [r["other_name"] for r in candidate_chats(me, group, query="P149", limit=50)] == ["P149"]

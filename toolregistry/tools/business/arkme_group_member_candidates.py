@@ -18,8 +18,8 @@ METADATA = ToolMetadata(
 )
 
 DESCRIPTION = (
-    "Lists people the user has private chats with who are not yet members of a group, newest "
-    "conversation first. Pass the group's source_ref from arkme_context; optionally a query to "
+    "Lists people the user has recent private chats with (at least the newest 1,000) who are "
+    "not yet members of a group, newest conversation first. Pass the group's source_ref from arkme_context; optionally a query to "
     "match display names and a limit (1-100, default 50). Each candidate has a display_name and "
     "a candidate_ref to pass to arkme_group_member_add; truncated says whether more matched."
 )
