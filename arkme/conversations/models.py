@@ -46,11 +46,17 @@ class AgentSession(models.Model):
     workspace = models.CharField(max_length=64, blank=True, default="")
     attachments_mounted = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
-    last_seen_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Not indexed: a read refreshes it (at most once a minute), and on PostgreSQL an update
+    # that changes no indexed column is heap-only, writing no index entry. The purge finds
+    # idle sessions through the open ones instead (``session_open_by_id``).
+    last_seen_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["id"], condition=models.Q(closed_at__isnull=True), name="session_open_by_id"),
+        ]
 
     def __str__(self) -> str:
         return self.public_id
