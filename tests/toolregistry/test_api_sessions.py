@@ -212,3 +212,20 @@ def test_wrong_method_is_405_envelope(dsh, db):
     response = dsh.api.delete("/dsh/v1/catalog")
     assert response.status_code == 405
     assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_the_catalog_body_is_encoded_once(dsh, monkeypatch):
+    from toolregistry.api import views
+    from toolregistry.metadata import ToolMetadata
+
+    first = dsh.get("catalog")
+    assert first.status_code == 200 and first["Content-Type"] == "application/json"
+    calls = []
+    real = ToolMetadata.as_dict
+    monkeypatch.setattr(ToolMetadata, "as_dict", lambda self: calls.append(self) or real(self))
+    again = dsh.get("catalog")
+    assert again.json() == first.json() and calls == []
+    # Another catalog object (a new deployment's) is encoded afresh.
+    monkeypatch.setattr(views, "CATALOG", views.Catalog(modules=views.CATALOG.modules[:1],
+                                                        profile_kinds=views.CATALOG.profile_kinds, guidance=()))
+    assert [tool["name"] for tool in dsh.get("catalog").json()["tools"]] == ["arkme_context"] and calls

@@ -17,7 +17,7 @@ from arkme.conversations.messages import message_record
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_close, session_for_client, session_open, session_set_attachments
 
-from ..catalog import CATALOG
+from ..catalog import CATALOG, Catalog
 from ..execution import tool_execute, tool_pre_execute
 from ..sessions import session_toolset
 from . import serializers as s
@@ -63,16 +63,29 @@ def _validated(serializer_class: type[Serializer], request: Request) -> dict[str
     return cast(dict[str, Any], serializer.validated_data)
 
 
+_catalog_body: tuple[Catalog, bytes] | None = None
+
+
+def catalog_body(catalog: Catalog) -> bytes:
+    """The catalog is static: its body is encoded once per process (and again only for
+    another catalog object), not on every call."""
+    global _catalog_body
+    cached = _catalog_body
+    if cached is None or cached[0] is not catalog:
+        tools = [{"name": m.METADATA.name, **m.METADATA.as_dict(), "profiles": list(m.METADATA.profiles)}
+                 for m in catalog.modules]
+        profiles = [{"name": name, "kinds": sorted(kinds)} for name, kinds in catalog.profile_kinds.items()]
+        body = json.dumps({"tools": tools, "profiles": profiles, "default_profile": catalog.default_profile},
+                          ensure_ascii=False, separators=(",", ":")).encode()
+        cached = _catalog_body = (catalog, body)
+    return cached[1]
+
+
 class CatalogApi(APIView):
     @extend_schema(operation_id="catalog", responses={200: s.CatalogView, **errors()},
                    summary="The static catalog, the profiles and the default profile")
-    def get(self, request: Request) -> Response:
-        tools = [
-            {"name": m.METADATA.name, **m.METADATA.as_dict(), "profiles": list(m.METADATA.profiles)}
-            for m in CATALOG.modules
-        ]
-        profiles = [{"name": name, "kinds": sorted(kinds)} for name, kinds in CATALOG.profile_kinds.items()]
-        return Response({"tools": tools, "profiles": profiles, "default_profile": CATALOG.default_profile})
+    def get(self, request: Request) -> HttpResponse:
+        return HttpResponse(catalog_body(CATALOG), content_type="application/json")
 
 
 class SessionsApi(APIView):
