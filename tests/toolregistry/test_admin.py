@@ -76,3 +76,30 @@ def test_the_index_names_groups_once_and_links_no_missing_site(staff):
     assert len(re.findall(r">Groups</a>", page)) == 1  # Arkme's groups; no permission groups beside them
     assert "View site" not in page
     assert "Arkme tool registry" in page
+
+
+def test_the_audit_search_matches_one_field_per_term(staff, dsh, world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from toolregistry.models import ToolCall
+
+    session = dsh.open_session(world.alice)["session"]
+    dsh.execute(session, "arkme_context", {})
+    dsh.execute(session, "arkme_group_member_candidates", {"source_ref": "nope"})
+    refused = ToolCall.objects.exclude(outcome="ok").get()
+    ok = ToolCall.objects.get(outcome="ok")
+
+    def shown(term: str) -> str:
+        return staff.get("/admin/toolregistry/toolcall/", {"q": term}).content.decode()
+
+    assert "ok · 200" in shown("ok") and f"{refused.outcome} · " not in shown("ok")
+    assert f"{refused.outcome} · " in shown(refused.outcome) and "ok · 200" not in shown(refused.outcome)
+    assert "ok · 200" in shown("arkme_context") and f"{refused.outcome} · " not in shown("arkme_context")
+    assert "ok · 200" in shown(ok.request_id) and f"{refused.outcome} · " not in shown(ok.request_id)
+    both = shown(session)
+    assert "ok · 200" in both and f"{refused.outcome} · " in both
+    with CaptureQueriesContext(connection) as queries:
+        shown("ok")
+    audit = [q["sql"] for q in queries.captured_queries if ToolCall._meta.db_table in q["sql"]]
+    assert audit and not any(" OR " in sql for sql in audit)
