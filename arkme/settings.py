@@ -352,5 +352,6 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": ARKME_LOG_FORMAT,
                              "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("ARKME_LOG_LEVEL", "INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
+    # libvips reports every finished thread pool at INFO.
+    "loggers": {"django.request": {"level": "ERROR"}, "pyvips": {"level": "WARNING"}},
 }

@@ -10,7 +10,8 @@ image and per path:
 - ``kept``: read, sha256, decode, the PNG stream check, sha256 of the kept chunks; at
   confirm, read, sha256, the stream check, sha256, one durable write;
 - ``encoded``: read, sha256, decode, turn, colour-convert, encode, sha256; at confirm the
-  same again and one durable write;
+  same again and one durable write (JPEG and WebP with libvips, as the product does; PNG
+  with Pillow);
 - ``svg``: read, sha256, the restricted-SVG check, render with bare cairosvg, then the
   ``kept`` work on the rendered PNG; at confirm the same again and one durable write.
 
@@ -43,6 +44,17 @@ def _encode(image: Image.Image, fmt: str) -> bytes:
     return out.getvalue()
 
 
+def _vips(data: bytes, fmt: str) -> bytes:
+    import pyvips
+
+    image = pyvips.Image.new_from_buffer(data, "", fail_on="truncated").autorot()
+    if image.get_typeof("icc-profile-data"):
+        image = image.icc_transform("srgb", embedded=True, intent="perceptual")
+    if fmt == "JPEG":
+        return bytes(image.jpegsave_buffer(Q=90, subsample_mode="on", optimize_coding=False, keep="none"))
+    return bytes(image.webpsave_buffer(Q=90, effort=4, keep="none"))
+
+
 def derive(data: bytes) -> bytes:
     """The bytes a gallery stores for ``data``: the product's output, by the shortest route."""
     import cairosvg
@@ -54,6 +66,8 @@ def derive(data: bytes) -> bytes:
         safe = sanitise_svg(data)
         data = cairosvg.svg2png(bytestring=safe.data, output_width=safe.width, output_height=safe.height)
     image = Image.open(io.BytesIO(data))
+    if image.format in ("JPEG", "WEBP"):
+        return _vips(data, image.format)
     image.load()
     turned = image.getexif().get(ExifTags.Base.Orientation, 1) in range(2, 9)
     icc = image.info.get("icc_profile")

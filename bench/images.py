@@ -54,10 +54,12 @@ def _photo(size: tuple[int, int], seed: int):
     return ImageChops.overlay(small, grain)
 
 
-def photo_jpeg(seed: int) -> bytes:
-    """A 12 Mpx (4000×3000) camera JPEG held sideways (EXIF orientation 6) with an ICC profile."""
+def photo_jpeg(seed: int, *, turned: bool = True) -> bytes:
+    """A 12 Mpx (4000×3000) camera JPEG held sideways (EXIF orientation 6) with an ICC profile;
+    ``turned=False``: upright, without a profile."""
     out = io.BytesIO()
-    _photo((4000, 3000), seed).save(out, "JPEG", quality=85, exif=_exif(6), icc_profile=_icc())
+    extra = {"exif": _exif(6), "icc_profile": _icc()} if turned else {}
+    _photo((4000, 3000), seed).save(out, "JPEG", quality=85, **extra)
     return out.getvalue()
 
 
@@ -119,6 +121,7 @@ def _svg(name: str) -> Callable[[int], bytes]:
 
 KINDS = [
     Kind("photo jpeg 12 Mpx, turned, ICC", "encoded", photo_jpeg, "jpg"),
+    Kind("photo jpeg 12 Mpx, upright", "encoded", lambda seed: photo_jpeg(seed, turned=False), "jpg"),
     Kind("screenshot png 2560×1600", "kept", screenshot_png, "png"),
     Kind("flat rgba png 4096²", "kept", flat_rgba_png, "png"),
     Kind("flat rgba png 4096², turned, ICC", "encoded", lambda seed: flat_rgba_png(seed, turned=True), "png"),

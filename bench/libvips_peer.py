@@ -25,7 +25,7 @@ def vips_pipeline(data: bytes) -> bytes:
     loader = image.get("vips-loader")
     image = image.autorot()
     if image.get_typeof("icc-profile-data"):
-        image = image.icc_transform("srgb", embedded=True)
+        image = image.icc_transform("srgb", embedded=True, intent="perceptual")  # as Pillow's default
     if loader.startswith("jpeg"):
         out = image.jpegsave_buffer(Q=90, subsample_mode="on", keep="none")  # 4:2:0, as Pillow
     elif loader.startswith("webp"):

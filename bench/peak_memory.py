@@ -22,6 +22,7 @@ WORST = [
     "flat rgba png 4096², turned, ICC",
     "flat rgba png 4096²",
     "photo jpeg 12 Mpx, turned, ICC",
+    "photo jpeg 12 Mpx, upright",
     "noise png 1180²",
 ]
 
@@ -69,11 +70,17 @@ def measure(kind_name: str) -> dict:
     account = Account.objects.create(display_name="Memory")
     client, _ = dsh_client_create(name="bench-memory")
     session = AgentSession.objects.create(client=client, account=account, profile="business", workspace="memory")
-    # Warm every code path once on a small image, so imports do not count as the add's.
+    # Warm every code path once on small images (Pillow's and libvips', whose loaders,
+    # encoders and thread pool load on first use), so libraries do not count as the add's.
     Image.new("RGB", (400, 400), (9, 9, 9)).save(root / "warm.png", "PNG")
+    warm_exif = Image.Exif()
+    warm_exif[0x0112] = 6
+    Image.new("RGB", (400, 400), (9, 9, 90)).save(root / "warm.jpg", "JPEG", exif=warm_exif.tobytes())
+    Image.new("RGB", (400, 400), (90, 9, 9)).save(root / "warm.webp", "WEBP")
     warm = extension_create(owner=account, name="warm").public_id
     op = gallery_prepare_add(account=account, session=session, extension=warm,
-                             source={"source": "workspace", "workspace_paths": ["warm.png"]}).public_id
+                             source={"source": "workspace",
+                                     "workspace_paths": ["warm.png", "warm.jpg", "warm.webp"]}).public_id
     Message.objects.create(session=session, message_id="warm", text="确认")
     gallery_confirm_add(account=account, session=session, extension=warm, operation=op)
 

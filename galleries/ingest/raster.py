@@ -13,11 +13,20 @@ Decoding is bounded before it starts: the header's dimensions against the pixel 
 memory), and a JPEG's number of scans (so time: libjpeg walks every block of the image for
 each scan of a progressive JPEG, and a few kilobytes can hold thousands of empty scans). PNG,
 WebP and GIF decode in time linear in their pixels, which the pixel limit bounds.
+
+Pillow reads every header and makes every decision (format, bounds, orientation, profile).
+8-bit RGB and grey JPEGs and RGB(A) WebPs, the photographs, are then decoded, turned,
+converted and encoded by libvips, which runs that pipeline in tiles over every core and turns
+an image while encoding it instead of making a turned copy (docs/PERFORMANCE.md); everything
+else goes through Pillow.
 """
 from __future__ import annotations
 
+import functools
 import io
 import warnings
+from types import ModuleType
+from typing import Any
 
 from PIL import ExifTags, Image, ImageCms, ImageOps, UnidentifiedImageError
 
@@ -39,6 +48,9 @@ _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8), 0xD8, 0xD9})
 
 PILLOW_FORMATS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "gif": "GIF"}
 _SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
+# Pillow modes libvips takes for each format: 8-bit colour or grey, alpha for WebP. CMYK and
+# 16-bit images, palettes and GIFs stay with Pillow.
+_VIPS_MODES = {"jpeg": frozenset({"RGB", "L"}), "webp": frozenset({"RGB", "RGBA"})}
 
 
 class ImageRejected(ContentRejected):
@@ -153,6 +165,76 @@ def _encode(image: Image.Image, fmt: str) -> bytes:
     return out.getvalue()
 
 
+def _check_profile(icc: bytes, mode: str, field: str | None) -> None:
+    """A profile libvips would convert from must be one Pillow can read, for the image's
+    colour space: libvips ignores a corrupt one with a warning, and the pixels would be stored
+    unconverted where the Pillow path refuses the image."""
+    try:
+        profile = ImageCms.ImageCmsProfile(io.BytesIO(icc)).profile
+    except (ImageCms.PyCMSError, OSError, ValueError) as exc:
+        raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field) from exc
+    if profile.xcolor_space.strip() != ("GRAY" if mode == "L" else "RGB"):
+        raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field)
+
+
+@functools.cache
+def _pyvips() -> ModuleType:
+    """libvips, started in the process that first processes a photograph: a Celery parent
+    that forks its children never starts it, and no child inherits its threads."""
+    import pyvips
+
+    # libvips keeps recent operations and their pixels for reuse; an upload is never
+    # processed twice in a row, so the cache would only hold decoded images after their call.
+    pyvips.cache_set_max(0)
+    module: ModuleType = pyvips  # untyped: its stubs do not exist
+    return module
+
+
+def _vips_upright(image: Any, orientation: int) -> Any:
+    """The EXIF orientation applied as Pillow's ``exif_transpose`` applies it."""
+    if orientation in (5, 6):
+        image = image.rot("d90")
+    elif orientation in (7, 8):
+        image = image.rot("d270")
+    elif orientation == 3:
+        image = image.rot("d180")
+    elif orientation == 4:
+        image = image.flip("vertical")
+    if orientation in (2, 5, 7):
+        image = image.flip("horizontal")
+    return image
+
+
+def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
+                    field: str | None) -> tuple[bytes, int, int]:
+    """Decode, turn, convert to sRGB and encode without metadata, in one libvips pipeline."""
+    pyvips = _pyvips()
+    try:
+        # An upright image streams from decoder to encoder a strip at a time; a turn reads
+        # the decoded image out of order, so it is decoded whole first. A truncated image is
+        # refused, as Pillow refuses it, rather than filled in with grey.
+        access = "sequential" if orientation == 1 else "random"
+        image = pyvips.Image.new_from_buffer(data, "", access=access, fail_on="truncated")
+        image = _vips_upright(image, orientation)
+    except pyvips.Error as exc:
+        raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
+    if has_profile:
+        try:
+            image = image.icc_transform("srgb", embedded=True, intent="perceptual")
+        except pyvips.Error as exc:
+            raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field) from exc
+    try:
+        # The pixels are computed here, as they are encoded; nothing of the source's metadata
+        # is written (keep="none"). The settings are Pillow's: JPEG at 90 with 4:2:0, WebP at 90.
+        if fmt == "jpeg":
+            out = image.jpegsave_buffer(Q=90, subsample_mode="on", optimize_coding=False, keep="none")
+        else:
+            out = image.webpsave_buffer(Q=90, effort=4, keep="none")
+    except pyvips.Error as exc:
+        raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
+    return bytes(out), image.width, image.height
+
+
 def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[bytes, int, int]:
     """Validate and normalise a raster image. Returns (clean bytes, width, height)."""
     if len(data) > MAX_SOURCE_BYTES:
@@ -168,11 +250,19 @@ def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[byt
             _check_decode_cost(data, fmt, field)
             if getattr(image, "n_frames", 1) > 1 or getattr(image, "is_animated", False):
                 raise ImageRejected(ErrorCode.ANIMATED_IMAGE, "Animated images are not accepted.", field)
-            image.load()
-            # exif_transpose also reads an orientation given in XMP.
-            upright = image.getexif().get(ExifTags.Base.Orientation, 1) not in range(2, 9)
-            if not upright:
-                image = ImageOps.exif_transpose(image)
+            if image.mode in _VIPS_MODES.get(fmt, ()):
+                orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
+                icc = image.info.get("icc_profile")
+                if icc:
+                    _check_profile(icc, image.mode, field)
+                vips = (orientation if orientation in range(2, 9) else 1, bool(icc))
+            else:
+                vips = None
+                image.load()
+                # exif_transpose also reads an orientation given in XMP.
+                upright = image.getexif().get(ExifTags.Base.Orientation, 1) not in range(2, 9)
+                if not upright:
+                    image = ImageOps.exif_transpose(image)
     except ImageRejected:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError,
@@ -181,8 +271,11 @@ def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[byt
     width, height = image.size
     if not (MIN_SIDE <= width <= MAX_SIDE and MIN_SIDE <= height <= MAX_SIDE):
         raise ImageRejected(ErrorCode.IMAGE_DIMENSIONS, f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
-    kept = png_image_chunks(data) if fmt == "png" and upright and not image.info.get("icc_profile") else None
-    clean = kept if kept is not None else _encode(_to_srgb(image, field), fmt)
+    if vips is not None:
+        clean, width, height = _vips_normalise(data, fmt, *vips, field)
+    else:
+        kept = png_image_chunks(data) if fmt == "png" and upright and not image.info.get("icc_profile") else None
+        clean = kept if kept is not None else _encode(_to_srgb(image, field), fmt)
     if len(clean) > MAX_STORED_BYTES:
         raise ImageRejected(ErrorCode.IMAGE_TOO_LARGE, f"The image would take more than {size_text(MAX_STORED_BYTES)} to store.", field)
     return clean, width, height

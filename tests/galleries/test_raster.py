@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from PIL import Image, ImageFile
+from PIL import Image, ImageFile, ImageOps
 
 from galleries.ingest.process_image import process_image
 from galleries.ingest.raster import ImageRejected, process_raster, sniff
@@ -225,3 +225,80 @@ def test_colour_conversion_in_place_gives_the_pixels_a_copy_would(mode):
     converted = _to_srgb(image, None)
     assert converted is image  # no second full-size image
     assert converted.tobytes() == expected.tobytes()
+
+
+def _quadrants(size=(480, 360)) -> Image.Image:
+    """Four flat quadrants of distinct colours: where each lands says how an image was turned."""
+    image = Image.new("RGB", size)
+    w, h = size
+    for (x, y), colour in zip([(0, 0), (1, 0), (0, 1), (1, 1)],
+                              [(250, 20, 20), (20, 250, 20), (20, 20, 250), (250, 250, 20)], strict=True):
+        image.paste(colour, (x * w // 2, y * h // 2, (x + 1) * w // 2, (y + 1) * h // 2))
+    return image
+
+
+def _centres(image: Image.Image) -> list[tuple[int, ...]]:
+    w, h = image.size
+    return [image.convert("RGB").getpixel((x * w // 4, y * h // 4)) for y in (1, 3) for x in (1, 3)]
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "WEBP"])
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_photographs_are_turned_as_exif_transpose_turns_them(fmt, orientation):
+    """JPEG and WebP go through libvips; each of the eight orientations lands as Pillow's
+    exif_transpose would put it."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    out = io.BytesIO()
+    _quadrants().save(out, fmt, exif=exif.tobytes(), quality=95)
+    clean, width, height = process_raster(out.getvalue(), fmt.lower())
+    expected = ImageOps.exif_transpose(Image.open(io.BytesIO(out.getvalue())))
+    stored = Image.open(io.BytesIO(clean))
+    assert stored.format == fmt and (width, height) == stored.size == expected.size
+    assert not stored.getexif() and b"Exif" not in clean
+    for got, want in zip(_centres(stored), _centres(expected), strict=True):
+        assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < 12, (orientation, got, want)
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "WEBP"])
+def test_a_truncated_photograph_is_refused_not_filled_in(fmt):
+    out = io.BytesIO()
+    Image.effect_noise((400, 400), 60).convert("RGB").save(out, fmt, quality=90)
+    data = out.getvalue()
+    assert code_of(process_raster, data[: len(data) * 2 // 3], fmt.lower()) == "invalid_image"
+
+
+def test_a_photograph_with_an_unreadable_profile_is_refused():
+    out = io.BytesIO()
+    _quadrants().save(out, "JPEG", icc_profile=b"not a colour profile" * 20)
+    with pytest.raises(ImageRejected) as caught:
+        process_raster(out.getvalue(), "jpeg")
+    assert caught.value.code == "invalid_image" and "colour profile" in str(caught.value)
+
+
+def test_a_photograph_profile_is_applied_and_dropped():
+    from PIL import ImageCms
+
+    out = io.BytesIO()
+    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    _quadrants().save(out, "JPEG", icc_profile=icc, quality=95)
+    clean, _, _ = process_raster(out.getvalue(), "jpeg")
+    stored = Image.open(io.BytesIO(clean))
+    assert "icc_profile" not in stored.info
+    for got, want in zip(_centres(stored), _centres(_quadrants()), strict=True):
+        assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < 12
+
+
+def test_libvips_keeps_no_decoded_image_after_a_call():
+    from galleries.ingest.raster import _pyvips
+
+    assert _pyvips().cache_get_max() == 0
+
+
+def test_a_photograph_whose_profile_is_for_another_colour_space_is_refused():
+    from PIL import ImageCms
+
+    grey = ImageCms.ImageCmsProfile(ImageCms.createProfile("LAB")).tobytes()
+    out = io.BytesIO()
+    _quadrants().save(out, "JPEG", icc_profile=grey)
+    assert code_of(process_raster, out.getvalue(), "jpeg") == "invalid_image"
