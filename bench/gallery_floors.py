@@ -10,8 +10,7 @@ image and per path:
 - ``kept``: read, sha256, decode, the PNG stream check, sha256 of the kept chunks; at
   confirm, read, sha256, the stream check, sha256, one durable write;
 - ``encoded``: read, sha256, decode, turn, colour-convert, encode, sha256; at confirm the
-  same again and one durable write (JPEG and WebP with libvips, as the product does; PNG
-  with Pillow);
+  same again and one durable write (with libvips, as the product does);
 - ``svg``: read, sha256, the restricted-SVG check, render with bare cairosvg, then the
   ``kept`` work on the rendered PNG; at confirm the same again and one durable write.
 
@@ -27,9 +26,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from PIL import ExifTags, Image, ImageCms, ImageOps
-
-_SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
+from PIL import Image
 
 
 def _encode(image: Image.Image, fmt: str) -> bytes:
@@ -47,12 +44,27 @@ def _encode(image: Image.Image, fmt: str) -> bytes:
 def _vips(data: bytes, fmt: str) -> bytes:
     import pyvips
 
-    image = pyvips.Image.new_from_buffer(data, "", fail_on="truncated").autorot()
+    image = pyvips.Image.new_from_buffer(data, "", fail_on="truncated")
+    turned = bool(image.get_typeof("orientation")) and image.get("orientation") in range(2, 9)
+    # Upright, it streams from decoder to encoder; a turn reads out of order.
+    image = image.autorot() if turned else pyvips.Image.new_from_buffer(data, "", access="sequential",
+                                                                          fail_on="truncated")
     if image.get_typeof("icc-profile-data"):
         image = image.icc_transform("srgb", embedded=True, intent="perceptual")
     if fmt == "JPEG":
         return bytes(image.jpegsave_buffer(Q=90, subsample_mode="on", optimize_coding=False, keep="none"))
-    return bytes(image.webpsave_buffer(Q=90, effort=4, keep="none"))
+    if fmt == "WEBP":
+        return bytes(image.webpsave_buffer(Q=90, effort=4, keep="none"))
+    return bytes(image.pngsave_buffer(compression=6, filter="all", keep="none"))
+
+
+def _png_needs_encoding(data: bytes) -> bool:
+    """Turned or carrying a profile, from libvips' reading of the header alone."""
+    import pyvips
+
+    header = pyvips.Image.new_from_buffer(data, "")
+    turned = bool(header.get_typeof("orientation")) and header.get("orientation") in range(2, 9)
+    return turned or bool(header.get_typeof("icc-profile-data"))
 
 
 def derive(data: bytes) -> bytes:
@@ -66,22 +78,13 @@ def derive(data: bytes) -> bytes:
         safe = sanitise_svg(data)
         data = cairosvg.svg2png(bytestring=safe.data, output_width=safe.width, output_height=safe.height)
     image = Image.open(io.BytesIO(data))
-    if image.format in ("JPEG", "WEBP"):
+    if image.format in ("JPEG", "WEBP") or (image.format == "PNG" and _png_needs_encoding(data)):
         return _vips(data, image.format)
     image.load()
-    turned = image.getexif().get(ExifTags.Base.Orientation, 1) in range(2, 9)
-    icc = image.info.get("icc_profile")
-    if image.format == "PNG" and not turned and not icc:
-        kept = png_image_chunks(data)
-        if kept is not None:
-            return kept
-    fmt = image.format or "PNG"
-    if turned:
-        image = ImageOps.exif_transpose(image)
-    if icc:
-        mode = "RGBA" if image.mode in ("RGBA", "LA", "PA") else "RGB"
-        image = ImageCms.profileToProfile(image, ImageCms.ImageCmsProfile(io.BytesIO(icc)), _SRGB, outputMode=mode)
-    return _encode(image, fmt)
+    kept = png_image_chunks(data)
+    if kept is not None:
+        return kept
+    return _encode(image, image.format or "PNG")
 
 
 def reproduce(data: bytes, stored_sha: str) -> bytes:

@@ -144,3 +144,25 @@ def png_image_chunks(data: bytes) -> bytes | None:
     if not stream_is_exactly_the_image(header, b"".join(idat)):
         return None
     return b"".join(kept)
+
+
+_EMPTY_IDAT = b"\x00\x00\x00\x00IDAT" + zlib.crc32(b"IDAT").to_bytes(4, "big")
+_IEND = b"\x00\x00\x00\x00IEND" + zlib.crc32(b"IEND").to_bytes(4, "big")
+
+
+def png_metadata_only(data: bytes) -> bytes | None:
+    """The PNG's header and every other chunk but its image data, in their order, before an
+    empty image: what a reader needs to interpret its metadata (an EXIF orientation may follow
+    the image data) without decoding a pixel. None when a chunk is truncated or corrupt."""
+    if not data.startswith(PNG_SIGNATURE):
+        return None
+    kept: list[bytes | memoryview] = [PNG_SIGNATURE]
+    for chunk in _chunks(data):
+        if chunk is None:
+            return None
+        kind, whole, _ = chunk
+        if kind == b"IEND":
+            return b"".join([*kept, _EMPTY_IDAT, _IEND])
+        if kind != b"IDAT":
+            kept.append(whole)
+    return None

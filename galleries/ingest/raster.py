@@ -15,10 +15,10 @@ each scan of a progressive JPEG, and a few kilobytes can hold thousands of empty
 WebP and GIF decode in time linear in their pixels, which the pixel limit bounds.
 
 Pillow reads every header and makes every decision (format, bounds, orientation, profile).
-8-bit RGB and grey JPEGs and RGB(A) WebPs, the photographs, are then decoded, turned,
-converted and encoded by libvips, which runs that pipeline in tiles over every core and turns
-an image while encoding it instead of making a turned copy (docs/PERFORMANCE.md); everything
-else goes through Pillow.
+8-bit RGB and grey JPEGs, RGB(A) WebPs, and 8-bit RGB(A) and grey PNGs that must be turned or
+colour-converted are then decoded, turned, converted and encoded by libvips, which runs that
+pipeline in tiles over every core and turns an image while encoding it instead of making a
+turned copy (docs/PERFORMANCE.md); everything else goes through Pillow.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from arkme.kernel.errors import ContentRejected, ErrorCode
 from arkme.kernel.metrics import IMAGES_REFUSED
 from arkme.kernel.text import size_text
 
-from .png_stream import PNG_SIGNATURE, png_image_chunks
+from .png_stream import PNG_SIGNATURE, png_image_chunks, png_metadata_only
 
 MAX_SOURCE_BYTES = 5 * 1024 * 1024
 MAX_STORED_BYTES = 5 * 1024 * 1024
@@ -48,9 +48,10 @@ _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8), 0xD8, 0xD9})
 
 PILLOW_FORMATS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "gif": "GIF"}
 _SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
-# Pillow modes libvips takes for each format: 8-bit colour or grey, alpha for WebP. CMYK and
-# 16-bit images, palettes and GIFs stay with Pillow.
-_VIPS_MODES = {"jpeg": frozenset({"RGB", "L"}), "webp": frozenset({"RGB", "RGBA"})}
+# Pillow modes libvips takes for each format: 8-bit colour or grey, with alpha where the
+# format has it. CMYK and 16-bit images, palettes and GIFs stay with Pillow.
+_VIPS_MODES = {"jpeg": frozenset({"RGB", "L"}), "webp": frozenset({"RGB", "RGBA"}),
+               "png": frozenset({"RGB", "RGBA", "L", "LA"})}
 
 
 class ImageRejected(ContentRejected):
@@ -165,6 +166,27 @@ def _encode(image: Image.Image, fmt: str) -> bytes:
     return out.getvalue()
 
 
+def _orientation(image: Image.Image, data: bytes, fmt: str) -> int | None:
+    """The EXIF (or XMP) orientation Pillow reads, 1 for upright; None when it cannot be known
+    without decoding. Pillow reads a PNG's orientation only once the image is decoded, as it
+    may follow the image data; it is read here from the PNG's other chunks alone."""
+    if fmt != "png":
+        value = image.getexif().get(ExifTags.Base.Orientation, 1)
+    else:
+        if len(data) < 26 or data[12:16] != b"IHDR" or data[24] != 8:  # 16-bit: Pillow's mode does not say
+            return None
+        metadata = png_metadata_only(data)
+        if metadata is None:
+            return None
+        try:
+            with Image.open(io.BytesIO(metadata), formats=["PNG"]) as chunks:
+                # The base class's reading, which the PNG plugin wraps in a decode.
+                value = Image.Image.getexif(chunks).get(ExifTags.Base.Orientation, 1)
+        except (OSError, SyntaxError, ValueError, EOFError):
+            return None
+    return value if value in range(2, 9) else 1
+
+
 def _check_profile(icc: bytes, mode: str, field: str | None) -> None:
     """A profile libvips would convert from must be one Pillow can read, for the image's
     colour space: libvips ignores a corrupt one with a warning, and the pixels would be stored
@@ -173,7 +195,7 @@ def _check_profile(icc: bytes, mode: str, field: str | None) -> None:
         profile = ImageCms.ImageCmsProfile(io.BytesIO(icc)).profile
     except (ImageCms.PyCMSError, OSError, ValueError) as exc:
         raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field) from exc
-    if profile.xcolor_space.strip() != ("GRAY" if mode == "L" else "RGB"):
+    if profile.xcolor_space.strip() != ("GRAY" if mode in ("L", "LA") else "RGB"):
         raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field)
 
 
@@ -228,8 +250,10 @@ def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
         # is written (keep="none"). The settings are Pillow's: JPEG at 90 with 4:2:0, WebP at 90.
         if fmt == "jpeg":
             out = image.jpegsave_buffer(Q=90, subsample_mode="on", optimize_coding=False, keep="none")
-        else:
+        elif fmt == "webp":
             out = image.webpsave_buffer(Q=90, effort=4, keep="none")
+        else:  # zlib level 6 with adaptive filters, as Pillow
+            out = image.pngsave_buffer(compression=6, filter="all", keep="none")
     except pyvips.Error as exc:
         raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
     return bytes(out), image.width, image.height
@@ -250,14 +274,15 @@ def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[byt
             _check_decode_cost(data, fmt, field)
             if getattr(image, "n_frames", 1) > 1 or getattr(image, "is_animated", False):
                 raise ImageRejected(ErrorCode.ANIMATED_IMAGE, "Animated images are not accepted.", field)
-            if image.mode in _VIPS_MODES.get(fmt, ()):
-                orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
+            vips = None
+            if image.mode in _VIPS_MODES.get(fmt, ()) and (orientation := _orientation(image, data, fmt)):
                 icc = image.info.get("icc_profile")
-                if icc:
-                    _check_profile(icc, image.mode, field)
-                vips = (orientation if orientation in range(2, 9) else 1, bool(icc))
-            else:
-                vips = None
+                # An upright PNG without a profile may be kept as it is: Pillow proves it.
+                if fmt != "png" or orientation != 1 or icc:
+                    if icc:
+                        _check_profile(icc, image.mode, field)
+                    vips = (orientation, bool(icc))
+            if vips is None:
                 image.load()
                 # exif_transpose also reads an orientation given in XMP.
                 upright = image.getexif().get(ExifTags.Base.Orientation, 1) not in range(2, 9)

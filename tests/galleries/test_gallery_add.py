@@ -299,11 +299,17 @@ def test_confirm_keeps_a_clean_png_again_without_decoding_it(gs, monkeypatch):
     body = result(gs.prepare(source="workspace", workspace_paths=[gs.write("clean.png", clean),
                                                                   gs.write("turned.png", turned)]))
     gs.say("确认")
-    decoded = []
+    opened = []
     real_open = Image.open
-    monkeypatch.setattr(Image, "open", lambda *args, **kwargs: decoded.append(1) or real_open(*args, **kwargs))
+
+    def recording_open(source, *args, **kwargs):
+        opened.append(source.getvalue() if hasattr(source, "getvalue") else source)
+        return real_open(source, *args, **kwargs)
+
+    monkeypatch.setattr(Image, "open", recording_open)
     assert result(gs.confirm(body["operation"]))["added"] == 2
-    assert len(decoded) == 1  # the turned one is decoded and encoded again; the clean one is not
+    # The turned one is read and encoded again; the clean one is not even opened.
+    assert turned in opened and clean not in opened
     assert Blob.objects.filter(sha256=hashlib.sha256(png_image_chunks(clean)).hexdigest()).exists()
 
 

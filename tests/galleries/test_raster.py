@@ -124,16 +124,15 @@ def test_png_with_an_orientation_is_turned_upright_and_encoded_again(make):
     assert stored.size == (400, 600) and not stored.getexif() and not stored.text
 
 
-def test_png_with_a_colour_profile_is_converted_not_kept(monkeypatch):
-    from galleries.ingest import raster as imaging
+def test_png_with_a_colour_profile_is_converted_not_kept():
+    def idat(data):
+        return [payload for kind, payload in images.png_chunks(data) if kind == b"IDAT"]
 
-    encoded = []
-    monkeypatch.setattr(imaging, "_encode", lambda image, fmt: encoded.append(fmt) or b"converted")
-    process_raster(images.png_with_text_and_icc(), "png")
-    assert encoded == ["png"]
-    encoded.clear()
-    process_raster(images.png_with_metadata(), "png")
-    assert encoded == []
+    source = images.png_with_text_and_icc()
+    clean, _, _ = process_raster(source, "png")
+    assert idat(clean) != idat(source) and "icc_profile" not in Image.open(io.BytesIO(clean)).info
+    plain = images.png_with_metadata()
+    assert idat(process_raster(plain, "png")[0]) == idat(plain)
 
 
 @pytest.mark.parametrize("damage", ["idat_checksum", "unknown_critical_chunk", "no_end", "animation", "header_not_first"])
@@ -302,3 +301,60 @@ def test_a_photograph_whose_profile_is_for_another_colour_space_is_refused():
     out = io.BytesIO()
     _quadrants().save(out, "JPEG", icc_profile=grey)
     assert code_of(process_raster, out.getvalue(), "jpeg") == "invalid_image"
+
+
+def _png_moved_after_the_image(data: bytes, kind: bytes) -> bytes:
+    """The PNG with its ``kind`` chunks moved after its image data, where the format allows them."""
+    import struct
+    import zlib
+
+    chunks = images.png_chunks(data)
+    moved = [c for c in chunks if c[0] == kind]
+    rest = [c for c in chunks if c[0] != kind]
+    end = max(i for i, (k, _) in enumerate(rest) if k == b"IDAT") + 1
+    ordered = rest[:end] + moved + rest[end:]
+    return b"\x89PNG\r\n\x1a\n" + b"".join(
+        struct.pack(">I", len(body)) + k + body + struct.pack(">I", zlib.crc32(k + body)) for k, body in ordered)
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "L", "LA"])
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_pngs_are_turned_as_exif_transpose_turns_them(mode, orientation):
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    out = io.BytesIO()
+    _quadrants().convert(mode).save(out, "PNG", exif=exif.tobytes())
+    source = out.getvalue()
+    expected = ImageOps.exif_transpose(Image.open(io.BytesIO(source)))
+    for data in (source, _png_moved_after_the_image(source, b"eXIf")):
+        clean, width, height = process_raster(data, "png")
+        stored = Image.open(io.BytesIO(clean))
+        assert (width, height) == stored.size == expected.size and not stored.getexif()
+        assert stored.convert("RGB").tobytes() == expected.convert("RGB").tobytes(), (mode, orientation)
+
+
+def test_png_orientation_from_xmp_and_a_raw_exif_profile():
+    for data in (images.png_with_xmp_orientation((600, 400), orientation=8),
+                 _png_moved_after_the_image(images.png_with_xmp_orientation((600, 400), orientation=8), b"iTXt")):
+        assert process_raster(data, "png")[1:] == (400, 600)
+    from PIL import PngImagePlugin
+
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    raw = exif.tobytes()
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Raw profile type exif", f"\nexif\n{len(raw)}\n{raw.hex()}")
+    out = io.BytesIO()
+    Image.new("RGB", (600, 400), (10, 200, 10)).save(out, "PNG", pnginfo=info)
+    assert process_raster(out.getvalue(), "png")[1:] == (400, 600)
+
+
+def test_a_16_bit_png_is_left_to_pillow(monkeypatch):
+    from galleries.ingest import raster
+
+    monkeypatch.setattr(raster, "_vips_normalise", lambda *args: pytest.fail("libvips took a 16-bit PNG"))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    out = io.BytesIO()
+    Image.new("I;16", (600, 400), 1000).save(out, "PNG", exif=exif.tobytes())
+    assert process_raster(out.getvalue(), "png")[1:] == (400, 600)
