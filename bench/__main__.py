@@ -106,6 +106,7 @@ def main() -> None:
         value = "—" if result["value"] is None else f"{result['value']:g}"
         met = "skipped: " + result["skipped"] if result.get("skipped") else ("yes" if result["met"] else "NO")
         print(f"{result['name']:<22} {value:>10}  {result['unit']:<36} {result['goal']:<32} {met}")
+        print(f"{'':<24}against: {result['baseline']}")
         for key, detail in (result.get("detail") or {}).items():
             print(f"{'':<24}{key}: {detail}")
 

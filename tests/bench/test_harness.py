@@ -38,8 +38,12 @@ def test_postgres_figures_skip_with_a_reason_without_database_url():
 def test_the_table_names_every_figure_it_ran():
     table = bench("--only", "candidates_growth", "api_throughput").stdout.splitlines()
     assert table[0].split()[:2] == ["name", "value"]
-    assert [line.split()[0] for line in table[1:]] == ["candidates_growth", "api_throughput"]
-    assert all("skipped: needs PostgreSQL" in line for line in table[1:])
+    figures = [line for line in table[1:] if not line.startswith(" ")]
+    assert [line.split()[0] for line in figures] == ["candidates_growth", "api_throughput"]
+    assert all("skipped: needs PostgreSQL" in line for line in figures)
+    # Each figure says what it is measured against: its floor or its peer.
+    against = [line.strip() for line in table[1:] if line.startswith(" ")]
+    assert against == ["against: itself at a tenth of the chats", "against: the bare DRF view under the same load"]
 
 
 def test_an_unknown_option_is_refused():
