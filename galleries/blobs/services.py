@@ -29,6 +29,7 @@ class StagedImage:
     width: int
     height: int
     format: str
+    size: int
     stored: bool
 
 
@@ -37,22 +38,38 @@ def blob_stage(image: ProcessedImage) -> StagedImage:
     stored = Blob.objects.filter(sha256=image.sha256).exists()
     if not stored:
         blob_store().put_if_absent(staging_key(image.sha256), image.data)
-    return StagedImage(image.sha256, image.width, image.height, image.format, stored)
+    return StagedImage(image.sha256, image.width, image.height, image.format, len(image.data), stored)
 
 
 def blobs_store_staged(images: Sequence[StagedImage], *, timeout: float | None = None) -> int:
-    """Store every staged image (a task each, idempotent); a partial failure retries only the
-    missing. Returns how many were stored."""
+    """Move every staged image to its content address (a task each, idempotent); a partial
+    failure retries only the missing. Records no row: the caller does, in its transaction
+    (``blobs_record``). Returns how many were moved."""
     missing = {image.sha256: image for image in images if not image.stored}
-    pending = [enqueue(store_blob, i.sha256, i.width, i.height, i.format) for i in missing.values()]
+    pending = [enqueue(store_blob, sha256) for sha256 in missing]
     for result in pending:
         wait(result, timeout=timeout or settings.ARKME_TASK_WAIT_SECONDS)
     return len(missing)
 
 
+def blobs_record(images: Sequence[StagedImage]) -> dict[str, Blob]:
+    """The rows of stored images, made where missing: two statements whatever their number,
+    run in the caller's transaction so they commit with what references them."""
+    wanted = {image.sha256: image for image in images}
+    Blob.objects.bulk_create(
+        [Blob(sha256=i.sha256, size=i.size, width=i.width, height=i.height, format=i.format)
+         for i in wanted.values() if not i.stored],
+        ignore_conflicts=True,  # a concurrent confirm recorded it first
+    )
+    return {blob.sha256: blob for blob in Blob.objects.filter(sha256__in=list(wanted))}
+
+
 def blobs_store_missing(images: Sequence[ProcessedImage], *, timeout: float | None = None) -> int:
-    """Stage and store images held in memory (the account library, tests)."""
-    return blobs_store_staged([blob_stage(image) for image in images], timeout=timeout)
+    """Stage, store and record images held in memory (the account library, tests)."""
+    staged = [blob_stage(image) for image in images]
+    stored = blobs_store_staged(staged, timeout=timeout)
+    blobs_record(staged)
+    return stored
 
 
 def blob_thumbnail(sha256: str, side: int = THUMBNAIL_SIDE) -> bytes:

@@ -1,7 +1,7 @@
 """The store task: promotes a staged image to its content address on a worker.
 
-It takes JSON values (a fingerprint and dimensions), is idempotent, and is acknowledged
-late, so a worker lost mid-task has it run again.
+It takes a fingerprint, is idempotent, and is acknowledged late, so a worker lost mid-task
+has it run again.
 """
 from __future__ import annotations
 
@@ -15,5 +15,7 @@ from .promote import blob_promote
 
 
 @shared_task(name="galleries.store_blob", acks_late=True)
-def store_blob(sha256: str, width: int, height: int, fmt: str) -> dict[str, Any]:
-    return task_answer(blob_promote, sha256=sha256, width=width, height=height, format=fmt)
+def store_blob(sha256: str, *_: Any) -> dict[str, Any]:
+    # Earlier versions also sent the dimensions (width, height, format), which the caller now
+    # records itself: a task queued by one of them still runs.
+    return task_answer(blob_promote, sha256=sha256)

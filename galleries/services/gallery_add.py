@@ -23,9 +23,9 @@ from arkme.conversations.models import SessionKey
 from arkme.conversations.sessions import session_is_live
 from arkme.kernel.errors import ArkmeError, Conflict, ContentRejected, DependencyUnavailable, ErrorCode, NotFound
 
-from ..blobs.services import StagedImage, blob_stage, blobs_store_staged
+from ..blobs.services import StagedImage, blob_stage, blobs_record, blobs_store_staged
 from ..ingest.process_image import process_image, reproduce_image
-from ..models import Blob, Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
+from ..models import Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
 from ..selectors import CONFIRMATION, SourceArguments, extension_for_owner, gallery_shas
 from .sources import Handle, SourceGone, read_source, resolve_handles
 
@@ -228,7 +228,8 @@ def _commit(op: PendingOperation, images: list[StagedImage]) -> Confirmed:
             failure: Conflict | None = error
         else:
             failure = None
-            blobs = {b.sha256: b for b in Blob.objects.filter(sha256__in=[i.sha256 for i in new])}
+            # The rows of the images this add stores commit with it: one commit per confirm.
+            blobs = blobs_record(new)
             items = GalleryItem.objects.bulk_create([
                 GalleryItem(gallery=gallery, blob=blobs[image.sha256], position=current + offset)
                 for offset, image in enumerate(new, start=1)

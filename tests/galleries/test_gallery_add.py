@@ -219,11 +219,16 @@ def test_storage_failure_keeps_the_operation_and_a_retry_stores_only_the_missing
     failed = gs.confirm(operation)
     assert error(failed, 503)["code"] == "storage_unavailable"
     assert PendingOperation.objects.get().status == OperationStatus.PENDING
-    assert GalleryItem.objects.count() == 0 and Blob.objects.count() == 3  # every store but the third
+    # Every image but the third is stored; no row commits until the confirm does.
+    from galleries.blobs.storage import BLOB_PREFIX, blob_store
+
+    assert GalleryItem.objects.count() == 0 and Blob.objects.count() == 0
+    assert len(list(blob_store().keys(BLOB_PREFIX))) == 3
     writes = []
     monkeypatch.setattr(blobstore.os, "link", lambda source, target: writes.append(str(target)) or real(source, target))
     assert result(gs.confirm(operation))["added"] == 4
     assert len([k for k in writes if "/blobs/" in k]) == 1
+    assert Blob.objects.count() == 4
 
 
 # --- sources ---------------------------------------------------------------------------------
@@ -386,3 +391,34 @@ def test_a_queue_outage_while_confirm_rereads_an_svg_is_503_and_keeps_the_operat
     assert PendingOperation.objects.get(public_id=operation).status == OperationStatus.PENDING
     monkeypatch.undo()
     assert result(gs.confirm(operation))["added"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_confirm_commits_its_images_and_its_gallery_change_once(gs):
+    """The blob rows of the images an add stores are written with its items and history, in one
+    transaction: a confirm of several new images commits once."""
+    import re
+
+    from django.db import connection
+
+    paths = gs.write_many(3)
+    operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
+    gs.say("确认")
+    writes: list[tuple[str, int]] = []
+    blocks = {"count": 0, "open": False}
+
+    def record(execute, sql, params, many, context):
+        inside = connection.in_atomic_block
+        if inside and not blocks["open"]:
+            blocks["count"] += 1
+        blocks["open"] = inside
+        written = re.match(r'\s*(?:INSERT\b.*?\bINTO|UPDATE|DELETE\s+FROM)\s+"(galleries_\w+)"', sql, re.S | re.I)
+        if written:
+            writes.append((written[1], blocks["count"] if inside else 0))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        assert result(gs.confirm(operation))["added"] == 3
+    tables = {table for table, _ in writes}
+    assert {"galleries_blob", "galleries_galleryitem", "galleries_galleryhistory"} <= tables, writes
+    assert len({block for _, block in writes}) == 1 and 0 not in {block for _, block in writes}, writes
