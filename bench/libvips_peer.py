@@ -36,7 +36,7 @@ def vips_pipeline(data: bytes) -> bytes:
     return out
 
 
-def run(*, rounds: int = 5) -> Result:
+def run(*, rounds: int = 9) -> Result:
     try:
         import pyvips  # noqa: F401
     except ImportError:
