@@ -235,8 +235,11 @@ def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
         # An upright image streams from decoder to encoder a strip at a time; a turn reads
         # the decoded image out of order, so it is decoded whole first. A truncated image is
         # refused, as Pillow refuses it, rather than filled in with grey.
+        # The loader is the one for the format the bytes were sniffed as: libvips never picks
+        # another for them.
         access = "sequential" if orientation == 1 else "random"
-        image = pyvips.Image.new_from_buffer(data, "", access=access, fail_on="truncated")
+        load = getattr(pyvips.Image, f"{fmt}load_buffer")  # jpegload_buffer, webpload_buffer, pngload_buffer
+        image = load(data, access=access, fail_on="truncated")
         image = _vips_upright(image, orientation)
     except pyvips.Error as exc:
         raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
