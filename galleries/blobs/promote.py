@@ -12,6 +12,7 @@ from typing import TypedDict
 from arkme.kernel.errors import ContentRejected, ErrorCode
 
 from ..ingest.process_image import sha256_hex
+from ..models import Blob
 from .storage import blob_key, blob_store, staging_key
 
 
@@ -20,21 +21,33 @@ class Promoted(TypedDict):
     created: bool
 
 
-def blob_promote(*, sha256: str) -> Promoted:
+def blob_promote(*, sha256: str, record: tuple[int, int, str] | None = None) -> Promoted:
     """Move a staged image into its content address, verified. Idempotent: an image already
-    there (stored by an earlier confirm whose commit failed, or by this task's first run) is
-    verified and left as it is; a damaged one is replaced."""
+    there (stored by an earlier confirm whose commit failed, by a concurrent task for the same
+    image, or by this task's first run) is verified and left as it is; a damaged one is
+    replaced. ``record`` (width, height, format) also records the row, for a caller of the
+    previous release, which expects the task to."""
     store = blob_store()
-    final = blob_key(sha256)
-    if store.exists(final):
-        if sha256_hex(store.read(final)) == sha256:
-            store.delete(staging_key(sha256))
-            return {"sha256": sha256, "created": False}
-        store.delete(final)  # damaged: the staged bytes replace it below
-    data = store.read(staging_key(sha256))
-    if sha256_hex(data) != sha256:
-        store.delete(staging_key(sha256))
-        raise ContentRejected("A staged image did not match its fingerprint.", code=ErrorCode.BLOB_CORRUPTED)
-    created = store.put_copy_if_absent(final, staging_key(sha256), data)
-    store.delete(staging_key(sha256))
+    final, staged = blob_key(sha256), staging_key(sha256)
+    there = store.read(final) if store.exists(final) else None
+    created = False
+    if there is not None and sha256_hex(there) == sha256:
+        data = there
+    else:
+        try:
+            data = store.read(staged)
+        except FileNotFoundError:
+            # A concurrent task for the same image (the staging key is shared) promoted it.
+            data = store.read(final)
+        if sha256_hex(data) != sha256:
+            store.delete(staged)
+            raise ContentRejected("A staged image did not match its fingerprint.", code=ErrorCode.BLOB_CORRUPTED)
+        if there is not None:
+            store.delete(final)  # damaged: replaced by the verified bytes
+        created = store.put_copy_if_absent(final, staged, data)
+    store.delete(staged)
+    if record is not None:
+        width, height, fmt = record
+        Blob.objects.get_or_create(sha256=sha256,
+                                   defaults={"size": len(data), "width": width, "height": height, "format": fmt})
     return {"sha256": sha256, "created": created}

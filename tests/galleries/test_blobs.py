@@ -178,3 +178,37 @@ def test_sniffing_an_s3_attachment_reads_only_its_first_bytes(s3, gs, monkeypatc
     assert gs.say("", files=[("a.png", images.png((400, 400), (1, 2, 3))), ("notes.txt", b"x" * 100_000)]).status_code == 201
     assert gs.prepare(source="attachments").status_code == 200
     assert 513 in ranges  # the sniff asked for 512 bytes and one more, not the whole object
+
+
+@pytest.mark.django_db
+def test_the_store_task_moves_bytes_and_records_a_row_only_for_a_caller_of_the_previous_release(backend):
+    from galleries.blobs.services import blob_stage, blobs_record
+    from galleries.blobs.storage import blob_key, blob_store
+    from galleries.blobs.tasks import store_blob
+
+    first, second = (process_image(images.png((400 + n, 400))) for n in range(2))
+    staged = blob_stage(first)
+    assert store_blob.apply(args=[first.sha256]).get() == {"ok": {"sha256": first.sha256, "created": True}}
+    assert blob_store().exists(blob_key(first.sha256)) and not Blob.objects.exists()
+    assert set(blobs_record([staged])) == {first.sha256}
+    blob_stage(second)
+    store_blob.apply(args=[second.sha256, second.width, second.height, second.format]).get()
+    assert Blob.objects.get(sha256=second.sha256).width == second.width
+
+
+@pytest.mark.django_db
+def test_promoting_an_image_already_stored_verifies_it_and_repairs_a_damaged_one(backend):
+    from galleries.blobs.promote import blob_promote
+    from galleries.blobs.services import blob_stage
+    from galleries.blobs.storage import blob_key, blob_store
+
+    image = process_image(images.png((400, 400)))
+    blob_stage(image)
+    assert blob_promote(sha256=image.sha256)["created"] is True
+    assert blob_promote(sha256=image.sha256)["created"] is False  # a retry, or a concurrent task: nothing staged
+    store = blob_store()
+    store.delete(blob_key(image.sha256))
+    store.put_if_absent(blob_key(image.sha256), b"damaged")
+    blob_stage(image)
+    blob_promote(sha256=image.sha256)
+    assert store.read(blob_key(image.sha256)) == image.data
