@@ -61,15 +61,18 @@ def _header(body: bytes) -> Header | None:
     return Header(width, height, depth, colour, bool(interlace))
 
 
-def _chunks(data: bytes) -> Iterator[tuple[bytes, memoryview, memoryview] | None]:
-    """(type, whole chunk, body) per chunk up to IEND; None for a truncated or corrupt one."""
+def _chunks(data: bytes, *, image_crc: bool = True) -> Iterator[tuple[bytes, memoryview, memoryview] | None]:
+    """(type, whole chunk, body) per chunk up to IEND; None for a truncated or corrupt one.
+    ``image_crc=False`` leaves the image data's checksums to whoever decodes it."""
     view = memoryview(data)
     position = len(PNG_SIGNATURE)
     while position + 12 <= len(data):
         length = int.from_bytes(view[position:position + 4], "big")
         end = position + 12 + length
         kind = bytes(view[position + 4:position + 8])
-        if end > len(data) or zlib.crc32(view[position + 4:end - 4]) != int.from_bytes(view[end - 4:end], "big"):
+        checked = image_crc or kind != b"IDAT"
+        if end > len(data) or (checked and zlib.crc32(view[position + 4:end - 4])
+                               != int.from_bytes(view[end - 4:end], "big")):
             yield None
             return
         yield kind, view[position:end], view[position + 8:end - 4]
@@ -157,7 +160,8 @@ def png_metadata_only(data: bytes) -> bytes | None:
     if not data.startswith(PNG_SIGNATURE):
         return None
     kept: list[bytes | memoryview] = [PNG_SIGNATURE]
-    for chunk in _chunks(data):
+    # The image data is skipped, not checked: its decoder checks it (Pillow or libvips).
+    for chunk in _chunks(data, image_crc=False):
         if chunk is None:
             return None
         kind, whole, _ = chunk

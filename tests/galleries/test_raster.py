@@ -358,3 +358,21 @@ def test_a_16_bit_png_is_left_to_pillow(monkeypatch):
     out = io.BytesIO()
     Image.new("I;16", (600, 400), 1000).save(out, "PNG", exif=exif.tobytes())
     assert process_raster(out.getvalue(), "png")[1:] == (400, 600)
+
+
+@pytest.mark.parametrize("turned", [False, True])
+def test_a_png_whose_image_checksum_fails_is_encoded_again_whichever_library_decodes_it(turned):
+    """Pillow decodes such a PNG and it is encoded again, never kept; libvips, which decodes the
+    turned one, does the same."""
+    exif = Image.Exif()
+    exif[0x0112] = 6 if turned else 1
+    out = io.BytesIO()
+    Image.effect_noise((400, 400), 50).convert("RGB").save(out, "PNG", exif=exif.tobytes())
+    data = bytearray(out.getvalue())
+    at = data.find(b"IDAT")
+    data[at + 4 + int.from_bytes(data[at - 4:at], "big")] ^= 0xFF  # the image data's CRC
+    clean, _, _ = process_raster(bytes(data), "png")
+    from galleries.ingest.png_stream import png_image_chunks
+
+    # What is stored is a PNG whose every checksum holds: written anew, not the source's chunks.
+    assert png_image_chunks(clean) is not None and clean != bytes(data)
