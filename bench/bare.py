@@ -1,7 +1,7 @@
 """Baselines served beside the product.
 
-``BareSessionView`` is the issue's baseline: a bare DRF view that authenticates the client
-and reads one row. ``FloorCandidatesView`` is not a goal but a yardstick: the least a
+``BareSessionView`` is the throughput baseline: a bare DRF view that checks the client key
+and reads the session in one raw SQL statement. ``FloorCandidatesView`` is not a goal but a yardstick: the least a
 candidates call can do under the same contract: the product's own statements and signing
 (the session read, the group with membership and size, the candidate query, one signed ref
 each, the audit row) and the arguments' schema, with none of its layers between (no
@@ -16,20 +16,26 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from arkme.accounts.models import AccountKey
-from arkme.conversations.models import AgentSession
 from arkme.conversations.sessions import session_for_client
 from groups.refs import candidate_ref_maker, read_source_ref
 from groups.selectors import _group_for_member_sql, candidate_chats
 from toolregistry.models import ToolCall
 from toolregistry.tools.business.arkme_group_member_candidates import INPUT_SCHEMA
 
+from .web_floors import _session as floor_session
+
 _VALIDATOR = Draft202012Validator(INPUT_SCHEMA)
 
 
 class BareSessionView(APIView):
+    """The key and the session read in one raw statement; the session's two columns as JSON."""
+
+    authentication_classes = ()
+    permission_classes = ()
+
     def get(self, request, session):
-        row = AgentSession.objects.filter(public_id=session, client=request.user).values("public_id", "profile").first()
-        return Response(row or {}, status=200 if row else 404)
+        row = floor_session(request, session)
+        return Response({"public_id": row[1], "profile": row[2]} if row else {}, status=200 if row else 404)
 
 
 class FloorCandidatesView(APIView):

@@ -78,10 +78,13 @@ class Server:
             self.process.kill()
 
 
-def start_product(n: int) -> Server:
+def start_product(n: int | None = None) -> Server:
+    """The product as gunicorn.conf.py deploys it; with ``n``, its catalog serves n bench tools."""
     port = free_port()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "ARKME_BENCH_MCP_TOOLS": str(n),
-           "WEB_CONCURRENCY": "2", "DATABASE_CONN_MAX_AGE": "60"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "WEB_CONCURRENCY": "2",
+           "DATABASE_CONN_MAX_AGE": "60"}
+    if n is not None:
+        env["ARKME_BENCH_MCP_TOOLS"] = str(n)
     # The project's gunicorn.conf.py settings, but no access log: the peer writes none either.
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "arkme.wsgi", "--worker-class", "gthread", "--workers", "2",
@@ -145,11 +148,13 @@ def _ms(value: str, unit: str) -> float:
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-def drive(server: Server, path: str, script: Path) -> Window:
+def drive(server: Server, path: str, script: Path, *args: str) -> Window:
+    """One window of load; ``args`` go to the script's ``init``."""
     before = cpu_seconds(server.process.pid)
     started = time.monotonic()
     out = subprocess.run(["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{WINDOW_SECONDS}s", "--latency", "-s", str(script),
-                          server.url + path], capture_output=True, text=True, check=True).stdout
+                          server.url + path, *(["--", *args] if args else [])],
+                         capture_output=True, text=True, check=True).stdout
     seconds = time.monotonic() - started
     cpu = cpu_seconds(server.process.pid) - before
     if "Non-2xx" in out:

@@ -5,10 +5,13 @@ from django.urls import path
 from arkme.urls import urlpatterns as product
 
 from .bare import BareSessionView, FloorCandidatesView
+from .web_floors import FloorContextView, FloorSessionView
 
 urlpatterns = [
     path("bench/bare/<str:session>", BareSessionView.as_view()),
     path("bench/floor/<str:session>/candidates", FloorCandidatesView.as_view()),
+    path("bench/floor/session/<str:session>", FloorSessionView.as_view()),
+    path("bench/floor/<str:session>/context", FloorContextView.as_view()),
     *product,
 ]
 

@@ -16,8 +16,7 @@ from .selectors import (
     GalleryResult,
     PrepareView,
     SourceArguments,
-    extension_view,
-    extensions_with_items,
+    extension_views,
     gallery_view,
     operation_view,
 )
@@ -32,7 +31,7 @@ from .services.gallery_edit import describe_delete, describe_reorder, gallery_de
 
 class ExtensionAdapter:
     def extensions_with_galleries(self, *, account: AccountKey) -> list[ExtensionView]:
-        return [extension_view(extension) for extension in extensions_with_items(account)]
+        return extension_views(account)
 
 
 class GalleryAdapter:

@@ -22,6 +22,12 @@ def make_source_ref(*, account_public_id: str, group_public_id: str) -> str:
     return sign_ref({"g": group_public_id}, salt=_source_salt(account_public_id))
 
 
+def source_ref_maker(*, account_public_id: str) -> Callable[[str], str]:
+    """Signs source refs (each a group's public id) for one account: one derived key for a list."""
+    sign = ref_signer(_source_salt(account_public_id))
+    return lambda group_public_id: sign({"g": group_public_id})
+
+
 def read_source_ref(value: object, *, account_public_id: str) -> str:
     """The group public id a source ref names, for this account only."""
     return load_ref(value, salt=_source_salt(account_public_id), max_age=SOURCE_REF_MAX_AGE, key="g")

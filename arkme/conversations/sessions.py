@@ -96,13 +96,41 @@ def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -
         sql, params = _keyed_session_sql(connection.vendor), [key_hash, public_id]
     else:
         sql, params = _session_sql(connection.vendor), [client.pk, public_id]
-    session = next(iter(AgentSession.objects.raw(sql, params)), None)
-    if session is not None:
-        # The account as select_related would have attached it, with only these columns loaded.
-        row: Any = session  # the raw query added the account's two columns
-        session.account = Account.from_db(connection.alias, ["id", "public_id", "is_active"],
-                                          [session.account_id, row.account_public_id, bool(row.account_is_active)])
+    with connection.cursor() as cursor:
+        # A cursor, not Model.objects.raw(): this runs on every DSH call, and the raw query set
+        # cost more to set up than the statement does to run (docs/PERFORMANCE.md).
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    converters = _session_converters(connection.vendor)
+    values = [convert(value) if convert else value for convert, value in zip(converters, row, strict=True)]
+    session = AgentSession.from_db(connection.alias, _SESSION_FIELDS, values[:len(_SESSION_FIELDS)])
+    # The account as select_related would have attached it, with only these columns loaded.
+    session.account = Account.from_db(connection.alias, ["id", "public_id", "is_active"],
+                                      [session.account_id, values[-2], bool(values[-1])])
     return session
+
+
+@functools.cache
+def _session_converters(vendor: str) -> tuple[Any, ...]:
+    """Per column of the session read, the database's converter for its field (SQLite returns
+    datetimes as text), or None where the driver's value is the field's."""
+    columns = [field_of(AgentSession, name).get_col(AgentSession._meta.db_table) for name in _SESSION_FIELDS]
+
+    def converter(col: Any) -> Any:
+        found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        if not found:
+            return None
+        return lambda value: functools.reduce(lambda v, c: c(v, col, connection), found, value)
+
+    return (*(converter(c) for c in columns), None, None)
+
+
+@functools.cache
+def _touch_sql(vendor: str) -> str:
+    return (f"UPDATE {table(AgentSession)} SET {column(AgentSession, 'last_seen_at')} = %s"  # noqa: S608
+            f" WHERE {column(AgentSession, 'id')} = %s")
 
 
 def session_for_client(client: DshClient, public_id: str, *, for_update: bool = False) -> AgentSession:
@@ -138,7 +166,9 @@ def _checked(session: AgentSession | None) -> AgentSession:
         raise NotFound("No such session.", code=ErrorCode.UNKNOWN_SESSION)
     now = timezone.now()
     if now - session.last_seen_at > TOUCH_INTERVAL:
-        AgentSession.objects.filter(pk=session.pk).update(last_seen_at=now)
+        with connection.cursor() as cursor:
+            cursor.execute(_touch_sql(connection.vendor),
+                           [connection.ops.adapt_datetimefield_value(now), session.pk])
         session.last_seen_at = now
     return session
 

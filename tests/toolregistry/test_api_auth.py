@@ -84,3 +84,42 @@ def test_the_rotate_command_refuses_a_revoked_client_without_reactivate(dsh):
     out = io.StringIO()
     call_command("arkme_dsh_client", "rotate", dsh.client.name, "--reactivate", stdout=out)
     assert out.getvalue().strip().splitlines()[-1].startswith("dsh_")
+
+
+SESSION_BOUND = [
+    ("get", "sessions/{}", None),
+    ("post", "sessions/{}/messages", {"id": "m1", "text": "hi"}),
+    ("post", "sessions/{}/tools/arkme_context/pre-execute", {"arguments": {}}),
+    ("post", "sessions/{}/tools/arkme_context/execute", {"arguments": {}}),
+    ("delete", "sessions/{}", None),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), SESSION_BOUND)
+@pytest.mark.parametrize("header", ["Bearer dsh_wrong", "Bearer a b", "Basic abc"])
+def test_a_bad_key_on_a_session_view_is_401_whatever_the_session(dsh, other_dsh, world, method, path, body, header):
+    """The key and the session are read in one statement; a bad key is still told as a bad key,
+    never as a missing session, whether the session exists or not."""
+    session = dsh.open_session(world.alice)["session"]
+    for public_id in (session, "ses_unknown"):
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=header)
+        assert_401(getattr(api, method)(f"/dsh/v1/{path.format(public_id)}", body, format="json"))
+
+
+@pytest.mark.parametrize(("method", "path", "body"), SESSION_BOUND)
+def test_a_valid_key_on_a_session_it_may_not_use_is_the_one_404(dsh, other_dsh, world, method, path, body):
+    session = dsh.open_session(world.alice)["session"]
+    for public_id in (session, "ses_unknown"):
+        response = getattr(other_dsh.api, method)(f"/dsh/v1/{path.format(public_id)}", body, format="json")
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "unknown_session"
+    revoked = dsh_client_revoke(name=dsh.client.name)
+    assert revoked.revoked_at is not None
+    assert_401(getattr(dsh.api, method)(f"/dsh/v1/{path.format(session)}", body, format="json"))
+
+
+def test_a_method_a_session_view_does_not_serve_is_405_even_for_an_unknown_session(dsh):
+    response = dsh.api.put("/dsh/v1/sessions/ses_unknown", {}, format="json")
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "method_not_allowed"

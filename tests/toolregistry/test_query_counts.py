@@ -76,3 +76,38 @@ def test_confirm_runs_the_same_statements_for_each_image_from_1_to_20(dsh, world
         assert response.json()["result"]["added"] == images
     per_image = counts[2] - counts[1]
     assert counts[20] - counts[1] == 19 * per_image
+
+
+def test_the_session_view_reads_the_key_and_the_session_in_one_statement(dsh, session):
+    from rest_framework.test import APIClient
+
+    api = APIClient()  # not the recording client, whose leak scan reads the database too
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {dsh.key}")
+    fresh, _ = statements(lambda: api.get(f"/dsh/v1/sessions/{session}"))
+    assert fresh == 1
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from arkme.conversations.models import AgentSession
+
+    seen = timezone.now() - timedelta(seconds=61)
+    AgentSession.objects.filter(public_id=session).update(last_seen_at=seen)
+    stale, _ = statements(lambda: api.get(f"/dsh/v1/sessions/{session}"))
+    assert stale == 2  # and the touch
+    assert AgentSession.objects.get(public_id=session).last_seen_at > seen
+
+
+def test_arkme_context_reads_each_part_in_one_statement(dsh, world, gs):
+    """The session (with the key), the account, the extensions with their galleries and items,
+    the groups, the audit row: five statements for any number of extensions and images."""
+    from rest_framework.test import APIClient
+
+    gs.add_confirmed(gs.write_many(2))
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {dsh.key}")
+    count, response = statements(lambda: api.post(f"/dsh/v1/sessions/{gs.session}/tools/arkme_context/execute",
+                                                  {"arguments": {}}, format="json"))
+    assert count == 5
+    items = response.json()["result"]["extensions"][0]["gallery"]["items"]
+    assert [item["position"] for item in items] == [1, 2]

@@ -8,21 +8,28 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.request import Request
 
 from arkme.conversations.clients import client_for_key
-from arkme.conversations.models import DshClient
-from arkme.kernel.errors import NotAuthenticated
+from arkme.conversations.models import AgentSession, DshClient
+from arkme.conversations.sessions import session_for_key
+from arkme.kernel.errors import NotAuthenticated, NotFound
+
+
+def _bearer_key(request: Request) -> str | None:
+    header = get_authorization_header(request).split()
+    if not header:
+        return None
+    if header[0].lower() != b"bearer" or len(header) != 2:
+        raise NotAuthenticated("Use 'Authorization: Bearer <client key>'.")
+    try:
+        return header[1].decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise NotAuthenticated("The client key is not valid.") from exc
 
 
 class DshClientAuthentication(BaseAuthentication):
-    def authenticate(self, request: Request) -> tuple[DshClient, DshClient] | None:
-        header = get_authorization_header(request).split()
-        if not header:
+    def authenticate(self, request: Request) -> tuple[DshClient, Any] | None:
+        key = _bearer_key(request)
+        if key is None:
             return None
-        if header[0].lower() != b"bearer" or len(header) != 2:
-            raise NotAuthenticated("Use 'Authorization: Bearer <client key>'.")
-        try:
-            key = header[1].decode("ascii")
-        except UnicodeDecodeError as exc:
-            raise NotAuthenticated("The client key is not valid.") from exc
         client = client_for_key(key)
         if client is None:
             # Unknown and revoked keys are told apart in the admin, not to the caller.
@@ -33,9 +40,39 @@ class DshClientAuthentication(BaseAuthentication):
         return 'Bearer realm="dsh"'
 
 
+class DshSessionAuthentication(DshClientAuthentication):
+    """For the views under ``sessions/{session}``: the key check and the session read in one
+    statement, the session's checks (open, not idle, active account) included. The client
+    goes where DRF puts a user, the session where it puts the credentials. An unknown key is
+    401 here; a session that is not the client's to use is the view's one 404, raised when the
+    view asks for it, so a method the view does not serve is still 405."""
+
+    def authenticate(self, request: Request) -> tuple[DshClient, AgentSession | NotFound] | None:
+        key = _bearer_key(request)
+        if key is None:
+            return None
+        try:
+            return session_for_key(key, str(request.parser_context["kwargs"]["session"]))
+        except NotFound as missing:
+            client = client_for_key(key)  # the key is valid (else 401 above): only the 404 path reads it again
+            if client is None:
+                raise NotAuthenticated("The client key is not valid.") from None
+            return client, missing
+
+
+def request_session(request: Request) -> AgentSession:
+    """The session ``DshSessionAuthentication`` read for this request, or its 404."""
+    if isinstance(request.auth, NotFound):
+        raise request.auth
+    if not isinstance(request.auth, AgentSession):
+        raise TypeError("the view does not use DshSessionAuthentication")
+    return request.auth
+
+
 class DshClientAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
     target_class = "toolregistry.api.authentication.DshClientAuthentication"
     name = "dshClientKey"
+    match_subclasses = True  # the session-bound views authenticate the same key
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "description": "A DSH client key."}

@@ -15,12 +15,13 @@ from rest_framework.views import APIView
 
 from arkme.conversations.messages import message_record
 from arkme.conversations.models import AgentSession, DshClient
-from arkme.conversations.sessions import session_close, session_for_client, session_open, session_set_attachments
+from arkme.conversations.sessions import session_close, session_open, session_set_attachments
 
 from ..catalog import CATALOG, Catalog
 from ..execution import tool_execute, tool_pre_execute
 from ..sessions import session_toolset
 from . import serializers as s
+from .authentication import DshSessionAuthentication, request_session
 from .idempotency_key import idempotency_key_of
 from .parsers import CompleteMultiPartParser, StrictJSONParser
 
@@ -99,7 +100,14 @@ class SessionsApi(APIView):
         return session_response(session, status=status.HTTP_201_CREATED)
 
 
+# The views under sessions/{session} (but the attachments phase, whose service reads the
+# session itself, locked) take the session from the authentication's one statement.
+SESSION_BOUND = [DshSessionAuthentication]
+
+
 class SessionApi(APIView):
+    authentication_classes = SESSION_BOUND
+
     @extend_schema(
         operation_id="session_view",
         parameters=[OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER, required=False)],
@@ -107,7 +115,7 @@ class SessionApi(APIView):
         summary="The session's tools and prompt, with an ETag",
     )
     def get(self, request: Request, session: str) -> HttpResponse:
-        agent_session = session_for_client(_client(request), session)
+        agent_session = request_session(request)
         toolset = session_toolset(agent_session)
         etag = f'"{toolset.revision}"'
         if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
@@ -136,6 +144,7 @@ class AttachmentsPhaseApi(APIView):
 
 
 class MessagesApi(APIView):
+    authentication_classes = SESSION_BOUND
     parser_classes = [StrictJSONParser, CompleteMultiPartParser]
 
     @extend_schema(
@@ -145,7 +154,7 @@ class MessagesApi(APIView):
         summary="Record the signed-in user's latest direct message and its attachments",
     )
     def post(self, request: Request, session: str) -> Response:
-        agent_session = session_for_client(_client(request), session)
+        agent_session = request_session(request)
         if request.content_type.startswith("multipart/"):
             payload = {key: request.data.get(key) for key in request.data if key != "attachments"}
             payload["attachments"] = request.FILES.getlist("attachments")
@@ -163,11 +172,13 @@ class MessagesApi(APIView):
 
 
 class PreExecuteApi(APIView):
+    authentication_classes = SESSION_BOUND
+
     @extend_schema(operation_id="tool_pre_execute", request=s.ArgumentsRequest,
                    responses={200: s.PreExecuteDecision, **errors(400, 404)},
                    summary="The approval decision for a call: allow, ask or deny")
     def post(self, request: Request, session: str, name: str) -> Response:
-        agent_session = session_for_client(_client(request), session)
+        agent_session = request_session(request)
         data = _validated(s.ArgumentsRequest, request)
         with transaction.atomic():
             decision = tool_pre_execute(session=agent_session, name=name, arguments=data["arguments"])
@@ -175,6 +186,8 @@ class PreExecuteApi(APIView):
 
 
 class ExecuteApi(APIView):
+    authentication_classes = SESSION_BOUND
+
     @extend_schema(
         operation_id="tool_execute", request=s.ExecuteRequest,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
@@ -183,7 +196,7 @@ class ExecuteApi(APIView):
         summary="Run a tool call",
     )
     def post(self, request: Request, session: str, name: str) -> Response:
-        agent_session = session_for_client(_client(request), session)
+        agent_session = request_session(request)
         data = _validated(s.ExecuteRequest, request)
         key = idempotency_key_of(request)
         outcome = tool_execute(client=_client(request), session=agent_session, name=name,
