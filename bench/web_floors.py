@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -118,7 +117,7 @@ def _aware(value: Any) -> datetime:
     """PostgreSQL's driver returns aware datetimes; SQLite (the tests') naive ones or text."""
     if isinstance(value, str):
         value = parse_datetime(value)
-    return value if timezone.is_aware(value) else timezone.make_aware(value, dt_timezone.utc)
+    return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)
 
 
 def _toolset(row: tuple) -> Any:

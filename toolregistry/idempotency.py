@@ -6,17 +6,19 @@ key go so that a retry may do the work.
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.kernel.errors import Conflict, ErrorCode
+from arkme.kernel.sql import column, table
 
 from .models import IdempotencyRecord, IdempotencyStatus
 
@@ -30,15 +32,47 @@ class CallResult:
     body: dict[str, Any]
 
 
+_CLAIM_FIELDS = ("client", "session", "key", "tool_name", "request_digest", "status", "created_at")
+
+
+@functools.cache
+def _claim_sql(vendor: str) -> str:
+    """The claim's INSERT, written once per database vendor: every keyed call runs it."""
+    names = ", ".join(column(IdempotencyRecord, name) for name in _CLAIM_FIELDS)
+    marks = ", ".join(["%s"] * len(_CLAIM_FIELDS))
+    returning = f" RETURNING {column(IdempotencyRecord, 'id')}" if connection.features.can_return_columns_from_insert else ""
+    return f"INSERT INTO {table(IdempotencyRecord)} ({names}) VALUES ({marks}){returning}"  # noqa: S608
+
+
+@functools.cache
+def _complete_sql(vendor: str) -> str:
+    sets = ", ".join(f"{column(IdempotencyRecord, name)} = %s" for name in ("status", "response_status", "response_body"))
+    return f"UPDATE {table(IdempotencyRecord)} SET {sets} WHERE {column(IdempotencyRecord, 'id')} = %s"  # noqa: S608
+
+
+def _insert_claim(client: DshClient, session: AgentSession, key: str, tool_name: str, digest: str) -> int:
+    values: list[Any] = [client.pk, session.pk, key, tool_name, digest, IdempotencyStatus.IN_PROGRESS.value,
+              connection.ops.adapt_datetimefield_value(timezone.now())]
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_sql(connection.vendor), values)
+        if connection.features.can_return_columns_from_insert:
+            return int(cursor.fetchone()[0])
+        return int(cursor.lastrowid)
+
+
 def idempotency_claim(*, client: DshClient, session: AgentSession, key: str, tool_name: str,
                       digest: str) -> tuple[IdempotencyRecord | None, CallResult | None]:
     """Claim the key for this call, or return the first call's response to replay."""
     try:
-        with transaction.atomic():
-            record = IdempotencyRecord.objects.create(
-                client=client, session=session, key=key, tool_name=tool_name, request_digest=digest
-            )
-        return record, None
+        if connection.in_atomic_block:
+            # A savepoint, so that a lost race does not spoil the caller's transaction.
+            with transaction.atomic():
+                pk = _insert_claim(client, session, key, tool_name, digest)
+        else:
+            # Outside a transaction the INSERT is its own: no BEGIN and COMMIT around it.
+            pk = _insert_claim(client, session, key, tool_name, digest)
+        return IdempotencyRecord(pk=pk, client_id=client.pk, session_id=session.pk, key=key, tool_name=tool_name,
+                                 request_digest=digest), None
     except IntegrityError:
         pass
     deadline = time.monotonic() + WAIT_SECONDS
@@ -65,7 +99,9 @@ def idempotency_complete(record: IdempotencyRecord, result: CallResult) -> None:
         return
     record.status = IdempotencyStatus.COMPLETE
     record.response_status, record.response_body = result.status, result.body
-    record.save(update_fields=["status", "response_status", "response_body"])
+    body = connection.ops.adapt_json_value(result.body, IdempotencyRecord._meta.get_field("response_body").encoder)
+    with connection.cursor() as cursor:
+        cursor.execute(_complete_sql(connection.vendor), [record.status.value, result.status, body, record.pk])
 
 
 def idempotency_release(record: IdempotencyRecord) -> None:

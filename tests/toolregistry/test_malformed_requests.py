@@ -69,3 +69,26 @@ def test_a_multipart_body_cut_off_before_its_closing_boundary_is_refused(dsh, se
     else:
         assert response.status_code == 400 and response.json()["error"]["code"] == "malformed_request"
         assert Message.objects.count() == 0 and CapturedAttachment.objects.count() == 0
+
+
+BODIES = [
+    {"arguments": {}}, {"arguments": {}, "approval": None}, {"arguments": {}, "approval": ""},
+    {"arguments": {}, "approval": "  "}, {"arguments": None}, {"arguments": []}, {"arguments": 3},
+    {"arguments": {}, "extra": 1}, {"approval": None}, {}, [], "text", {"arguments": {"x": 1}},
+    {"arguments": {}, "approval": 5}, {"arguments": {}, "approval": "a" * 101},
+]
+
+
+@pytest.mark.parametrize("body", BODIES, ids=range(len(BODIES)))
+@pytest.mark.parametrize("step", ["pre-execute", "execute"])
+def test_a_call_body_is_answered_as_the_serializer_answers_it(dsh, session, body, step, monkeypatch):
+    """Well-formed bodies skip the serializer; every body gets the answer it gave."""
+    from toolregistry.api import views
+
+    path = f"sessions/{session}/tools/arkme_context/{step}"
+    fast = dsh.post(path, body)
+    monkeypatch.setattr(views, "_call_request", views._validated)
+    slow = dsh.post(path, body)
+    assert fast.status_code == slow.status_code
+    if fast.status_code >= 400:
+        assert fast.json() == slow.json()

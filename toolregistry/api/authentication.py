@@ -26,10 +26,27 @@ def _bearer_key(request: Request) -> str | None:
 
 
 class DshClientAuthentication(BaseAuthentication):
+    """The bearer client key. On a view marked ``session_bound`` (the views under
+    ``sessions/{session}`` whose service does not read the session itself) the key check and
+    the session read are one statement, the session's checks (open, not idle, active account)
+    included: the client goes where DRF puts a user, the session where it puts the
+    credentials. An unknown key is 401 either way; a session the client may not use is the
+    view's one 404, raised when the view asks for it, so a method the view does not serve is
+    still 405."""
+
     def authenticate(self, request: Request) -> tuple[DshClient, Any] | None:
         key = _bearer_key(request)
         if key is None:
             return None
+        context = request.parser_context or {}
+        if getattr(context.get("view"), "session_bound", False):
+            try:
+                return session_for_key(key, str(context["kwargs"]["session"]))
+            except NotFound as missing:
+                client = client_for_key(key)  # the key is valid (else 401 above): only the 404 path reads it again
+                if client is None:
+                    raise NotAuthenticated("The client key is not valid.") from None
+                return client, missing
         client = client_for_key(key)
         if client is None:
             # Unknown and revoked keys are told apart in the admin, not to the caller.
@@ -40,39 +57,18 @@ class DshClientAuthentication(BaseAuthentication):
         return 'Bearer realm="dsh"'
 
 
-class DshSessionAuthentication(DshClientAuthentication):
-    """For the views under ``sessions/{session}``: the key check and the session read in one
-    statement, the session's checks (open, not idle, active account) included. The client
-    goes where DRF puts a user, the session where it puts the credentials. An unknown key is
-    401 here; a session that is not the client's to use is the view's one 404, raised when the
-    view asks for it, so a method the view does not serve is still 405."""
-
-    def authenticate(self, request: Request) -> tuple[DshClient, AgentSession | NotFound] | None:
-        key = _bearer_key(request)
-        if key is None:
-            return None
-        try:
-            return session_for_key(key, str(request.parser_context["kwargs"]["session"]))
-        except NotFound as missing:
-            client = client_for_key(key)  # the key is valid (else 401 above): only the 404 path reads it again
-            if client is None:
-                raise NotAuthenticated("The client key is not valid.") from None
-            return client, missing
-
-
 def request_session(request: Request) -> AgentSession:
-    """The session ``DshSessionAuthentication`` read for this request, or its 404."""
+    """The session the authentication read for this ``session_bound`` view, or its 404."""
     if isinstance(request.auth, NotFound):
         raise request.auth
     if not isinstance(request.auth, AgentSession):
-        raise TypeError("the view does not use DshSessionAuthentication")
+        raise TypeError("the view is not session_bound")
     return request.auth
 
 
 class DshClientAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
     target_class = "toolregistry.api.authentication.DshClientAuthentication"
     name = "dshClientKey"
-    match_subclasses = True  # the session-bound views authenticate the same key
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "description": "A DSH client key."}
