@@ -108,14 +108,15 @@ def world() -> dict[str, Any]:
             "source_ref": make_source_ref(account_public_id=me.public_id, group_public_id=groups[0].public_id)}
 
 
-def make_stale(public_ids: list[str]) -> None:
-    """Seen just over the touch interval ago: the next read of each writes its touch."""
+def seen(public_ids: list[str], *, ago: timedelta = timedelta(0)) -> None:
+    """Mark sessions seen ``ago``: just over the touch interval makes the next read of each
+    write its touch; now keeps a window free of touches. Without it the product's windows,
+    which come first in each pair, would pay every touch as the sessions age past a minute."""
     from django.utils import timezone
 
     from arkme.conversations.models import AgentSession
 
-    AgentSession.objects.filter(public_id__in=public_ids).update(
-        last_seen_at=timezone.now() - timedelta(seconds=61))
+    AgentSession.objects.filter(public_id__in=public_ids).update(last_seen_at=timezone.now() - ago)
 
 
 def _total(windows: list[Window]) -> dict[str, float]:
@@ -175,7 +176,9 @@ def run() -> Result:
 
             def window(target: tuple[Path, str], name: str) -> Window:
                 if "stale" in name:
-                    make_stale(w["stale"])
+                    seen(w["stale"], ago=timedelta(seconds=61))
+                else:
+                    seen([s, *w["round_robin"]])
                 return drive(server, target[1], target[0], uuid.uuid4().hex)
 
             for name, (product, floor) in paths.items():  # warm-up
