@@ -5,7 +5,8 @@ product path and nothing between: the bearer key checked and the session read in
 SQL statement, the same checks on the row (closed, idle, inactive account), the same
 touch write when the row is stale, the compiled toolset from the same cache, the same
 statements' worth of reads as raw SQL, the same signing, the same audit row and, with an
-``Idempotency-Key``, the same claim and completion writes. No serializer, catalog look-up
+``Idempotency-Key``, the same claim and completion writes, on the product's kept cursor
+(``hot_cursor``) as the product's statements are. No serializer, catalog look-up
 by class, Port, tracing span or metric.
 
 ``tests/bench/test_web_floors.py`` checks that each floor answers what the product answers.
@@ -29,6 +30,7 @@ from arkme.accounts.models import Account
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.kernel.ids import token_digest
 from arkme.kernel.logs import current_request_id
+from arkme.kernel.sql import hot_cursor
 from arkme.kernel.signing import ref_signer
 from galleries.models import Blob, Extension, Gallery, GalleryItem
 from groups.models import Group, Membership
@@ -99,7 +101,7 @@ def _session(request: Any, public_id: str) -> tuple | None:
     scheme, _, key = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     if scheme.lower() != "bearer" or not key.startswith("dsh_"):
         return None
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(_statement("session"), [token_digest(key), public_id])
         row = cursor.fetchone()
         if row is None:
@@ -187,7 +189,7 @@ class FloorContextView(APIView):
         if not _CONTEXT_ARGUMENTS.is_valid(arguments):
             return _error(400)
         key = request.headers.get("Idempotency-Key")
-        with connection.cursor() as cursor:
+        with hot_cursor() as cursor:
             claim = None
             if key:
                 cursor.execute(_statement("claim"), [

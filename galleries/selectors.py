@@ -11,7 +11,7 @@ from django.db.models import Count, QuerySet
 
 from arkme.accounts.models import AccountIdentity
 from arkme.kernel.errors import ErrorCode, NotFound
-from arkme.kernel.sql import column, table
+from arkme.kernel.sql import column, hot_cursor, table
 
 from .models import Blob, Extension, Gallery, GalleryItem, OperationStatus, PendingOperation
 
@@ -103,7 +103,7 @@ def _extension_views_sql(vendor: str) -> str:
 
 def extension_views(account: AccountIdentity) -> list[ExtensionView]:
     """The account's extensions with their galleries, oldest first, in one statement."""
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(_extension_views_sql(connection.vendor), [account.pk])
         rows = cursor.fetchall()
     views: list[ExtensionView] = []

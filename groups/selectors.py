@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from arkme.accounts.models import Account, AccountIdentity
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidArguments, NotFound
 from arkme.kernel.signing import RefExpired, RefInvalid
-from arkme.kernel.sql import column, table
+from arkme.kernel.sql import column, hot_cursor, table
 
 from .models import Group, Invitation, InvitationStatus, Membership, PrivateChat
 from .refs import read_source_ref, source_ref_maker
@@ -66,7 +66,7 @@ def _group_refs_sql(vendor: str) -> str:
 
 
 def group_refs_view(account: AccountIdentity) -> list[GroupRefView]:
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(_group_refs_sql(connection.vendor), [account.pk])
         rows = cursor.fetchall()
     sign = source_ref_maker(account_public_id=account.public_id)
@@ -177,7 +177,7 @@ def candidate_chats(account: AccountIdentity, group: Group, *, query: str | None
     if query:
         side_params.append(f"%{connection.ops.prep_for_like_query(query)}%")
     side_params.append(limit + 1)
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(_candidate_sql(connection.vendor, bool(query)), [*side_params, *side_params, limit + 1])
         return [{"public_id": public_id, "other_name": name} for public_id, name in cursor.fetchall()]
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from arkme.conversations.models import AgentSession
 from arkme.kernel.logs import current_request_id
-from arkme.kernel.sql import column, table
+from arkme.kernel.sql import column, hot_cursor, table
 
 from .models import Surface, ToolCall
 
@@ -35,7 +35,7 @@ def tool_call_record(*, session: AgentSession, tool_name: str, tool_id: str, out
                      duration_ms: int, replayed: bool, surface: Surface = Surface.REST) -> None:
     values: list[Any] = [session.pk, session.public_id, tool_name[:64], tool_id, outcome[:64], http_status, duration_ms,
               replayed, str(surface), current_request_id(), connection.ops.adapt_datetimefield_value(timezone.now())]
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(_insert_sql(connection.vendor), values)
 
 

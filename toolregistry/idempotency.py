@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.kernel.errors import Conflict, ErrorCode
-from arkme.kernel.sql import column, table
+from arkme.kernel.sql import column, hot_cursor, table
 
 from .models import IdempotencyRecord, IdempotencyStatus
 
@@ -53,7 +53,7 @@ def _complete_sql(vendor: str) -> str:
 def _insert_claim(client: DshClient, session: AgentSession, key: str, tool_name: str, digest: str) -> int:
     values: list[Any] = [client.pk, session.pk, key, tool_name, digest, IdempotencyStatus.IN_PROGRESS.value,
               connection.ops.adapt_datetimefield_value(timezone.now())]
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(_claim_sql(connection.vendor), values)
         if connection.features.can_return_columns_from_insert:
             return int(cursor.fetchone()[0])
@@ -100,7 +100,7 @@ def idempotency_complete(record: IdempotencyRecord, result: CallResult) -> None:
     record.status = IdempotencyStatus.COMPLETE
     record.response_status, record.response_body = result.status, result.body
     body = connection.ops.adapt_json_value(result.body, IdempotencyRecord._meta.get_field("response_body").encoder)
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(_complete_sql(connection.vendor), [record.status.value, result.status, body, record.pk])
 
 

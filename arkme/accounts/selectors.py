@@ -8,7 +8,7 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from arkme.kernel.errors import ErrorCode, NotFound
-from arkme.kernel.sql import column, table
+from arkme.kernel.sql import column, hot_cursor, table
 
 from .models import Account
 
@@ -41,7 +41,7 @@ def _account_view_sql(vendor: str) -> str:
 
 def account_view_by_pk(pk: int) -> AccountView:
     """The projection of the account with this primary key (the session already checked it)."""
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(_account_view_sql(connection.vendor), [pk])
         row = cursor.fetchone()
     if row is None:

@@ -15,7 +15,7 @@ from arkme.accounts.models import Account
 from arkme.accounts.selectors import account_by_public_id
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidRequest, NotAuthenticated, NotFound
 from arkme.kernel.profiles import Profile
-from arkme.kernel.sql import column, field_of, table
+from arkme.kernel.sql import column, field_of, hot_cursor, table
 
 from .attachments import delete_attachments
 from .clients import client_for_key, client_key_digest
@@ -96,7 +96,7 @@ def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -
         sql, params = _keyed_session_sql(connection.vendor), [key_hash, public_id]
     else:
         sql, params = _session_sql(connection.vendor), [client.pk, public_id]
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         # A cursor, not Model.objects.raw(): this runs on every DSH call, and the raw query set
         # cost more to set up than the statement does to run (docs/PERFORMANCE.md).
         cursor.execute(sql, params)
@@ -166,7 +166,7 @@ def _checked(session: AgentSession | None) -> AgentSession:
         raise NotFound("No such session.", code=ErrorCode.UNKNOWN_SESSION)
     now = timezone.now()
     if now - session.last_seen_at > TOUCH_INTERVAL:
-        with connection.cursor() as cursor:
+        with hot_cursor() as cursor:
             cursor.execute(_touch_sql(connection.vendor),
                            [connection.ops.adapt_datetimefield_value(now), session.pk])
         session.last_seen_at = now
