@@ -3,26 +3,28 @@
 ``BareSessionView`` is the throughput baseline: a bare DRF view that checks the client key
 and reads the session in one raw SQL statement. ``FloorCandidatesView`` is not a goal but a yardstick: the least a
 candidates call can do under the same contract: the product's own statements and signing
-(the session read, the group with membership and size, the candidate query, one signed ref
-each, the audit row) and the arguments' schema, with none of its layers between (no
+(the key and the session in one statement, the group with membership and size, the
+candidate query, one signed ref each, the audit row as one raw INSERT) and the arguments' schema, with none of its layers between (no
 serializer, catalog, Port or execution bookkeeping). The product's candidates figure is
 reported against it too.
 """
 import time
 
 from django.db import connection
+from django.utils import timezone
 from jsonschema import Draft202012Validator
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from arkme.accounts.models import AccountKey
-from arkme.conversations.sessions import session_for_client
+from arkme.kernel.logs import current_request_id
+from arkme.kernel.sql import hot_cursor
 from groups.refs import candidate_ref_maker, read_source_ref
 from groups.selectors import _group_for_member_sql, candidate_chats
-from toolregistry.models import ToolCall
 from toolregistry.tools.business.arkme_group_member_candidates import INPUT_SCHEMA
 
 from .web_floors import _session as floor_session
+from .web_floors import _statement as floor_statement
 
 _VALIDATOR = Draft202012Validator(INPUT_SCHEMA)
 
@@ -39,15 +41,20 @@ class BareSessionView(APIView):
 
 
 class FloorCandidatesView(APIView):
+    authentication_classes = ()
+    permission_classes = ()
+
     def post(self, request, session):
         started = time.monotonic()
-        row = session_for_client(request.user, session)
+        row = floor_session(request, session)  # the key and the session, one statement
+        if row is None:
+            return Response({}, status=404)
         arguments = request.data["arguments"]
         if not _VALIDATOR.is_valid(arguments):
             return Response({}, status=400)
-        account = AccountKey(row.account_id, row.account.public_id)
+        account = AccountKey(row[8], row[9])
         group_id = read_source_ref(arguments["source_ref"], account_public_id=account.public_id)
-        with connection.cursor() as cursor:
+        with hot_cursor() as cursor:
             cursor.execute(_group_for_member_sql(connection.vendor), [account.pk, group_id])
             group = cursor.fetchone()
         limit = arguments.get("limit", 50)
@@ -59,7 +66,9 @@ class FloorCandidatesView(APIView):
                            for c in found[:limit]],
             "truncated": len(found) > limit,
         }}
-        ToolCall.objects.bulk_create([ToolCall(
-            session_id=row.pk, tool_name="arkme_group_member_candidates", tool_id="", outcome="ok",
-            http_status=200, duration_ms=int((time.monotonic() - started) * 1000), replayed=False)])
+        with hot_cursor() as cursor:
+            cursor.execute(floor_statement("audit"), [
+                row[0], row[1], "arkme_group_member_candidates", "arkme.group_member.candidates@1", "ok", 200,
+                int((time.monotonic() - started) * 1000), False, "rest", current_request_id(),
+                connection.ops.adapt_datetimefield_value(timezone.now())])
         return Response(body)

@@ -30,8 +30,8 @@ from arkme.accounts.models import Account
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.kernel.ids import token_digest
 from arkme.kernel.logs import current_request_id
-from arkme.kernel.sql import hot_cursor
 from arkme.kernel.signing import ref_signer
+from arkme.kernel.sql import hot_cursor
 from galleries.models import Blob, Extension, Gallery, GalleryItem
 from groups.models import Group, Membership
 from toolregistry.arguments import arguments_digest

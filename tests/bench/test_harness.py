@@ -67,6 +67,8 @@ def test_the_floor_view_does_the_work_of_a_candidates_call(bench_urls, dsh, sess
     floor = dsh.api.post(f"/bench/floor/{session}/candidates", {"arguments": arguments}, format="json")
     assert product.status_code == floor.status_code == 200
     assert ToolCall.objects.count() == calls + 2  # each audited once
+    rows = ToolCall.objects.order_by("-id")[:2]
+    assert len({(r.tool_name, r.tool_id, r.outcome, r.http_status) for r in rows}) == 1
 
     def chats(body):
         result = body["result"]
