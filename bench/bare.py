@@ -57,11 +57,13 @@ class FloorCandidatesView(APIView):
         with hot_cursor() as cursor:
             cursor.execute(_group_for_member_sql(connection.vendor), [account.pk, group_id])
             group = cursor.fetchone()
+        if group is None or not group[-1]:  # no such group, or not a member
+            return Response({}, status=404 if group is None else 403)
         limit = arguments.get("limit", 50)
         found = candidate_chats(account, type("GroupKey", (), {"pk": group[0]}), query=None, limit=limit)
         sign = candidate_ref_maker(account_public_id=account.public_id, group_public_id=group[1])
         body = {"result": {
-            "group": {"name": group[2], "join_policy": group[3], "member_count": group[-1]},
+            "group": {"name": group[2], "join_policy": group[3], "member_count": group[-2]},
             "candidates": [{"candidate_ref": sign(c["public_id"]), "display_name": c["other_name"]}
                            for c in found[:limit]],
             "truncated": len(found) > limit,

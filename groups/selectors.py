@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from arkme.accounts.models import Account, AccountIdentity
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidArguments, NotFound
 from arkme.kernel.signing import RefExpired, RefInvalid
-from arkme.kernel.sql import column, hot_cursor, table
+from arkme.kernel.sql import column, from_row, hot_cursor, table
 
 from .models import Group, Invitation, InvitationStatus, Membership, PrivateChat
 from .refs import read_source_ref, source_ref_maker
@@ -85,6 +85,9 @@ def group_view(group: Group, *, fresh: bool = False) -> GroupView:
 _table, _column = table, column
 
 
+_GROUP_FIELDS = tuple(f.attname for f in Group._meta.concrete_fields)
+
+
 @functools.cache
 def _group_for_member_sql(vendor: str) -> str:
     """The group (its size is a column) and whether the account belongs to it, in one statement.
@@ -92,7 +95,7 @@ def _group_for_member_sql(vendor: str) -> str:
     Written once as SQL, for the reason given on ``_candidate_sql``.
     """
     group_pk, group_fk, account_fk = _column(Group, "id"), _column(Membership, "group"), _column(Membership, "account")
-    columns = ", ".join(f"g.{_column(Group, f.name)}" for f in Group._meta.concrete_fields)
+    columns = ", ".join(f"g.{_column(Group, name)}" for name in _GROUP_FIELDS)
     return (
         f"SELECT {columns},"  # noqa: S608 - identifiers from the models, values bound
         f" EXISTS (SELECT 1 FROM {_table(Membership)} m WHERE m.{group_fk} = g.{group_pk} AND m.{account_fk} = %s)"
@@ -110,13 +113,14 @@ def group_for_source_ref(account: AccountIdentity, source_ref: object) -> Group:
                                fields=["source_ref"]) from exc
     except RefInvalid as exc:
         raise InvalidArguments("The source_ref is not valid.", code=ErrorCode.INVALID_SOURCE_REF, fields=["source_ref"]) from exc
-    group = next(iter(Group.objects.raw(_group_for_member_sql(connection.vendor), [account.pk, group_id])), None)
-    if group is None:
+    with hot_cursor() as cursor:
+        cursor.execute(_group_for_member_sql(connection.vendor), [account.pk, group_id])
+        row = cursor.fetchone()
+    if row is None:
         raise NotFound("No such group.", code=ErrorCode.UNKNOWN_GROUP)
-    row: Any = group  # the raw query added is_member
-    if not row.is_member:
+    if not row[-1]:  # is_member
         raise Forbidden("You are no longer a member of this group.", code=ErrorCode.NOT_A_MEMBER)
-    return group
+    return from_row(Group, _GROUP_FIELDS, row[:-1])
 
 
 def chats_of(account: AccountIdentity) -> QuerySet[PrivateChat]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import re
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -15,7 +15,7 @@ from arkme.accounts.models import Account
 from arkme.accounts.selectors import account_by_public_id
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidRequest, NotAuthenticated, NotFound
 from arkme.kernel.profiles import Profile
-from arkme.kernel.sql import column, field_of, hot_cursor, table
+from arkme.kernel.sql import column, field_of, from_row, hot_cursor, table
 
 from .attachments import delete_attachments
 from .clients import client_for_key, client_key_digest
@@ -103,28 +103,11 @@ def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -
         row = cursor.fetchone()
     if row is None:
         return None
-    converters = _session_converters(connection.vendor)
-    values = [convert(value) if convert else value for convert, value in zip(converters, row, strict=True)]
-    session = AgentSession.from_db(connection.alias, _SESSION_FIELDS, values[:len(_SESSION_FIELDS)])
+    session = from_row(AgentSession, _SESSION_FIELDS, row[:len(_SESSION_FIELDS)])
     # The account as select_related would have attached it, with only these columns loaded.
     session.account = Account.from_db(connection.alias, ["id", "public_id", "is_active"],
-                                      [session.account_id, values[-2], bool(values[-1])])
+                                      [session.account_id, row[-2], bool(row[-1])])
     return session
-
-
-@functools.cache
-def _session_converters(vendor: str) -> tuple[Any, ...]:
-    """Per column of the session read, the database's converter for its field (SQLite returns
-    datetimes as text), or None where the driver's value is the field's."""
-    columns = [field_of(AgentSession, name).get_col(AgentSession._meta.db_table) for name in _SESSION_FIELDS]
-
-    def converter(col: Any) -> Any:
-        found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-        if not found:
-            return None
-        return lambda value: functools.reduce(lambda v, c: c(v, col, connection), found, value)
-
-    return (*(converter(c) for c in columns), None, None)
 
 
 @functools.cache

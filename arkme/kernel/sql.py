@@ -1,8 +1,9 @@
 """Names for SQL written once per database vendor: tables and columns from the models."""
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from django.db import connection
 from django.db.models import Field, Model
@@ -21,6 +22,31 @@ def column(model: type[Model], name: str) -> str:
 
 def table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
+
+
+M = TypeVar("M", bound=Model)
+
+
+@functools.cache
+def _converters(model: type[Model], names: tuple[str, ...], vendor: str) -> tuple[Callable[[Any], Any] | None, ...]:
+    """Per field, the database's converters as a query set would apply them (SQLite returns
+    datetimes as text), or None where the driver's value is already the field's."""
+    def converter(name: str) -> Callable[[Any], Any] | None:
+        col = field_of(model, name).get_col(model._meta.db_table)
+        found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        if not found:
+            return None
+        return lambda value: functools.reduce(lambda v, c: c(v, col, connection), found, value)
+
+    return tuple(converter(name) for name in names)
+
+
+def from_row(model: type[M], names: tuple[str, ...], values: Sequence[Any]) -> M:
+    """A model instance from the columns of ``names`` in a row read with SQL written once per
+    vendor: what ``Model.objects.raw()`` builds, without setting up a raw query set per read."""
+    converted = [convert(value) if convert else value
+                 for convert, value in zip(_converters(model, names, connection.vendor), values, strict=True)]
+    return model.from_db(connection.alias, names, converted)
 
 
 @contextmanager

@@ -79,6 +79,8 @@ def test_the_floor_view_does_the_work_of_a_candidates_call(bench_urls, dsh, sess
         return {**result, "candidates": listed}, handles
 
     assert chats(floor.json()) == chats(product.json())
+    sizes = [body.json()["result"]["group"]["member_count"] for body in (product, floor)]
+    assert [type(size) for size in sizes] == [int, int]  # a count, not the membership flag
     assert len(chats(product.json())[1]) == 3
 
 
