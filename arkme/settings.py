@@ -82,13 +82,18 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's styles) from the web process itself, compressed and cached.
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, user and message middleware, for browser pages only: the machine
+    # paths below never carry a session (arkme/kernel/browser.py).
+    "arkme.kernel.browser.BrowserSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "arkme.kernel.browser.BrowserAuthenticationMiddleware",
+    "arkme.kernel.browser.BrowserMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+# Path prefixes only machines call, with a bearer key or nothing: the DSH API and its MCP
+# endpoints, the probes and the metrics scrape.
+ARKME_MACHINE_PATHS = ("/dsh/", "/healthz", "/readyz", "/metrics")
 
 ROOT_URLCONF = "arkme.urls"
 WSGI_APPLICATION = "arkme.wsgi.application"

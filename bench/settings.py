@@ -20,5 +20,8 @@ ROOT_URLCONF = "bench.urls"
 STATIC_ROOT = _ROOT / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 DEBUG = False
+# The floor and bare views are machine paths too: they skip the browser-only middleware
+# exactly as the product's paths do, so a ratio never counts it on one side only.
+ARKME_MACHINE_PATHS = (*ARKME_MACHINE_PATHS, "/bench/")  # noqa: F405
 ALLOWED_HOSTS = ["*"]
 LOGGING = {"version": 1, "disable_existing_loggers": True, "root": {"level": "ERROR"}}
