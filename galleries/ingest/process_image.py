@@ -5,34 +5,50 @@ import hashlib
 from dataclasses import dataclass
 
 from .png_stream import png_image_chunks
-from .raster import process_raster, sniff
+from .raster import Normalised, normalise_raster, sniff
 from .svg_render import render_png_via_task
 from .svg_sanitise import sanitise_svg
 
 
 @dataclass(frozen=True)
-class ProcessedImage:
-    data: bytes
+class ImageFacts:
+    """What prepare records of an image it will store: the stored bytes' fingerprint, not the bytes."""
+
     sha256: str
     width: int
     height: int
     format: str
 
 
+@dataclass(frozen=True)
+class ProcessedImage(ImageFacts):
+    data: bytes
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def process_image(data: bytes, field: str | None = None) -> ProcessedImage:
+def _normalise(data: bytes, field: str | None, keep: bool) -> tuple[Normalised, str]:
     fmt = sniff(data, field)
     if fmt == "svg":
         safe = sanitise_svg(data, field)
         png = render_png_via_task(safe.data, safe.width, safe.height)
-        clean, width, height = process_raster(png, "png", field)
-        fmt = "png"
-    else:
-        clean, width, height = process_raster(data, fmt, field)
-    return ProcessedImage(data=clean, sha256=sha256_hex(clean), width=width, height=height, format=fmt)
+        return normalise_raster(png, "png", field, keep=keep), "png"
+    return normalise_raster(data, fmt, field, keep=keep), fmt
+
+
+def process_image(data: bytes, field: str | None = None) -> ProcessedImage:
+    normalised, fmt = _normalise(data, field, keep=True)
+    return ProcessedImage(data=normalised.kept_bytes(), sha256=normalised.sha256, width=normalised.width,
+                          height=normalised.height, format=fmt)
+
+
+def image_facts(data: bytes, field: str | None = None) -> ImageFacts:
+    """The same validation and normalisation as ``process_image``, keeping only the fingerprint:
+    an encoder's output goes into the hash as it is written and is never held whole."""
+    normalised, fmt = _normalise(data, field, keep=False)
+    return ImageFacts(sha256=normalised.sha256, width=normalised.width, height=normalised.height, format=fmt)
 
 
 def reproduce_image(data: bytes, field: str | None, *, content_sha256: str, width: int, height: int) -> ProcessedImage:

@@ -18,13 +18,18 @@ Pillow reads every header and makes every decision (format, bounds, orientation,
 8-bit RGB and grey JPEGs, RGB(A) WebPs, and 8-bit RGB(A) and grey PNGs that must be turned or
 colour-converted are then decoded, turned, converted and encoded by libvips, which runs that
 pipeline in tiles over every core and turns an image while encoding it instead of making a
-turned copy (docs/PERFORMANCE.md); everything else goes through Pillow.
+turned copy (docs/PERFORMANCE.md); everything else goes through Pillow. libvips' encoder
+writes its output a chunk at a time into the fingerprint, and into memory only when the
+caller keeps the bytes (a prepare keeps only the fingerprint); it is stopped at the stored
+limit instead of finishing an output that would be refused.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import warnings
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -52,6 +57,43 @@ _SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
 # format has it. CMYK and 16-bit images, palettes and GIFs stay with Pillow.
 _VIPS_MODES = {"jpeg": frozenset({"RGB", "L"}), "webp": frozenset({"RGB", "RGBA"}),
                "png": frozenset({"RGB", "RGBA", "L", "LA"})}
+
+
+@dataclass(frozen=True)
+class Normalised:
+    """A normalised image: the fingerprint and dimensions of the bytes to store, and those bytes
+    when the caller keeps them (``None`` when it asked only for the fingerprint)."""
+
+    data: bytes | None
+    sha256: str
+    width: int
+    height: int
+
+    def kept_bytes(self) -> bytes:
+        if self.data is None:
+            raise ValueError("only the fingerprint was asked for; the bytes were not kept")
+        return self.data
+
+
+class _EncodedOutput:
+    """Where libvips' encoder writes, a chunk at a time: each chunk goes into the fingerprint
+    and the size as it comes, and is kept only when the caller needs the bytes. Encoding into a
+    memory buffer instead held the output up to three times over (the growing buffer, its copy
+    and Python's) at the moment the decoded image was largest in memory."""
+
+    def __init__(self, keep: bool) -> None:
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self.kept: bytearray | None = bytearray() if keep else None
+
+    def write(self, chunk: Any) -> int:
+        self.size += len(chunk)
+        if self.size > MAX_STORED_BYTES:
+            return -1  # libvips stops encoding; the caller reports the size
+        self.digest.update(chunk)
+        if self.kept is not None:
+            self.kept += chunk
+        return len(chunk)
 
 
 class ImageRejected(ContentRejected):
@@ -228,8 +270,9 @@ def _vips_upright(image: Any, orientation: int) -> Any:
 
 
 def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
-                    field: str | None) -> tuple[bytes, int, int]:
-    """Decode, turn, convert to sRGB and encode without metadata, in one libvips pipeline."""
+                    field: str | None, keep: bool) -> Normalised:
+    """Decode, turn, convert to sRGB and encode without metadata, in one libvips pipeline whose
+    output streams into its fingerprint (and into memory only when ``keep``)."""
     pyvips = _pyvips()
     try:
         # An upright image streams from decoder to encoder a strip at a time; a turn reads
@@ -248,22 +291,40 @@ def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
             image = image.icc_transform("srgb", embedded=True, intent="perceptual")
         except pyvips.Error as exc:
             raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field) from exc
+    output = _EncodedOutput(keep)
+    target = pyvips.TargetCustom()
+    target.on_write(output.write)
     try:
         # The pixels are computed here, as they are encoded; nothing of the source's metadata
         # is written (keep="none"). The settings are Pillow's: JPEG at 90 with 4:2:0, WebP at 90.
         if fmt == "jpeg":
-            out = image.jpegsave_buffer(Q=90, subsample_mode="on", optimize_coding=False, keep="none")
+            image.jpegsave_target(target, Q=90, subsample_mode="on", optimize_coding=False, keep="none")
         elif fmt == "webp":
-            out = image.webpsave_buffer(Q=90, effort=4, keep="none")
+            image.webpsave_target(target, Q=90, effort=4, keep="none")
         else:  # zlib level 6 with adaptive filters, as Pillow
-            out = image.pngsave_buffer(compression=6, filter="all", keep="none")
+            image.pngsave_target(target, compression=6, filter="all", keep="none")
     except pyvips.Error as exc:
+        if output.size > MAX_STORED_BYTES:
+            raise _too_large_to_store(field) from None
         raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
-    return bytes(out), image.width, image.height
+    kept = bytes(output.kept) if output.kept is not None else None
+    return Normalised(data=kept, sha256=output.digest.hexdigest(), width=image.width, height=image.height)
+
+
+def _too_large_to_store(field: str | None) -> ImageRejected:
+    return ImageRejected(ErrorCode.IMAGE_TOO_LARGE,
+                         f"The image would take more than {size_text(MAX_STORED_BYTES)} to store.", field)
 
 
 def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[bytes, int, int]:
     """Validate and normalise a raster image. Returns (clean bytes, width, height)."""
+    normalised = normalise_raster(data, fmt, field)
+    return normalised.kept_bytes(), normalised.width, normalised.height
+
+
+def normalise_raster(data: bytes, fmt: str, field: str | None = None, *, keep: bool = True) -> Normalised:
+    """Validate and normalise a raster image: the stored bytes' fingerprint and dimensions, and
+    the bytes themselves unless ``keep`` is false (a prepare needs only the fingerprint)."""
     if len(data) > MAX_SOURCE_BYTES:
         raise ImageRejected(ErrorCode.IMAGE_TOO_LARGE, f"An image may have at most {size_text(MAX_SOURCE_BYTES)}.", field)
     try:
@@ -300,10 +361,9 @@ def process_raster(data: bytes, fmt: str, field: str | None = None) -> tuple[byt
     if not (MIN_SIDE <= width <= MAX_SIDE and MIN_SIDE <= height <= MAX_SIDE):
         raise ImageRejected(ErrorCode.IMAGE_DIMENSIONS, f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
     if vips is not None:
-        clean, width, height = _vips_normalise(data, fmt, *vips, field)
-    else:
-        kept = png_image_chunks(data) if fmt == "png" and upright and not image.info.get("icc_profile") else None
-        clean = kept if kept is not None else _encode(_to_srgb(image, field), fmt)
+        return _vips_normalise(data, fmt, *vips, field, keep)
+    kept = png_image_chunks(data) if fmt == "png" and upright and not image.info.get("icc_profile") else None
+    clean = kept if kept is not None else _encode(_to_srgb(image, field), fmt)
     if len(clean) > MAX_STORED_BYTES:
-        raise ImageRejected(ErrorCode.IMAGE_TOO_LARGE, f"The image would take more than {size_text(MAX_STORED_BYTES)} to store.", field)
-    return clean, width, height
+        raise _too_large_to_store(field)
+    return Normalised(data=clean if keep else None, sha256=hashlib.sha256(clean).hexdigest(), width=width, height=height)

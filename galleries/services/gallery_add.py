@@ -24,7 +24,7 @@ from arkme.conversations.sessions import session_is_live
 from arkme.kernel.errors import ArkmeError, Conflict, ContentRejected, DependencyUnavailable, ErrorCode, NotFound
 
 from ..blobs.services import StagedImage, blob_stage, blobs_record, blobs_store_staged
-from ..ingest.process_image import process_image, reproduce_image
+from ..ingest.process_image import image_facts, reproduce_image
 from ..models import Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
 from ..selectors import CONFIRMATION, SourceArguments, extension_for_owner, gallery_shas
 from .sources import Handle, SourceGone, read_source, resolve_handles
@@ -110,7 +110,7 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
     prepared: list[dict[str, Any]] = []
     for handle, field in handles:
         read = read_source(account=account, session=session, handle=handle, field=field)
-        image = process_image(read.data, field)
+        image = image_facts(read.data, field)
         prepared.append({"handle": handle, "field": field, "source_sha256": read.sha256,
                          "content_sha256": image.sha256, "width": image.width, "height": image.height,
                          "format": image.format})

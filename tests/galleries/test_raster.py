@@ -1,12 +1,15 @@
 """Raster validation and normalisation."""
 from __future__ import annotations
 
+import hashlib
 import io
+import random
 
 import pytest
-from PIL import Image, ImageFile, ImageOps
+from PIL import Image, ImageCms, ImageFile, ImageOps
 
-from galleries.ingest.process_image import process_image
+from galleries.ingest import raster
+from galleries.ingest.process_image import image_facts, process_image
 from galleries.ingest.raster import ImageRejected, process_raster, sniff
 from tests.support import images
 
@@ -95,6 +98,66 @@ def test_process_image_fingerprints_the_stored_bytes():
     result = process_image(images.png((400, 400)))
     assert result.sha256 == hashlib.sha256(result.data).hexdigest()
     assert (result.width, result.height, result.format) == (400, 400, "png")
+
+
+def _turned_profiled_png() -> bytes:
+    out = io.BytesIO()
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.new("RGBA", (600, 400), (200, 40, 40, 255)).save(
+        out, "PNG", exif=exif.tobytes(), icc_profile=ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: images.jpeg_with_gps_and_orientation(),  # libvips, turned
+    _turned_profiled_png,  # libvips, turned and converted
+    lambda: images.image("WEBP"),  # libvips
+    lambda: images.png((400, 400)),  # kept as its image chunks
+    lambda: images.image("GIF"),  # Pillow
+    lambda: images.svg(),  # rendered
+], ids=["jpeg", "png-turned", "webp", "png-kept", "gif", "svg"])
+def test_the_fingerprint_alone_is_the_fingerprint_of_the_stored_bytes(make, monkeypatch):
+    """Prepare asks only for the fingerprint: libvips' encoder streams into the hash and its
+    output is never held. It must fingerprint exactly what confirm will store."""
+    data = make()
+    stored = process_image(data)
+    kept: list[bool] = []
+    real = raster._EncodedOutput.__init__
+
+    def spy(self, keep):
+        kept.append(keep)
+        real(self, keep)
+
+    monkeypatch.setattr(raster._EncodedOutput, "__init__", spy)
+    facts = image_facts(data)
+    assert (facts.sha256, facts.width, facts.height, facts.format) == (
+        stored.sha256, stored.width, stored.height, stored.format)
+    assert stored.sha256 == hashlib.sha256(stored.data).hexdigest()
+    assert not any(kept)  # no encoder output was kept for the fingerprint
+
+
+def test_an_encoding_that_outgrows_the_stored_limit_is_stopped_and_refused(monkeypatch):
+    """libvips writes its output a chunk at a time; past the stored limit it is stopped there,
+    not after the whole output has been made and held."""
+    seen: list[int] = []
+    real = raster._EncodedOutput.write
+
+    def spy(self, chunk):
+        seen.append(self.size + len(chunk))
+        return real(self, chunk)
+
+    monkeypatch.setattr(raster, "MAX_STORED_BYTES", 20_000)
+    monkeypatch.setattr(raster._EncodedOutput, "write", spy)
+    noisy = Image.frombytes("RGB", (800, 600), bytes(random.Random(5).randbytes(800 * 600 * 3)))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    out = io.BytesIO()
+    noisy.save(out, "JPEG", quality=95, exif=exif.tobytes())
+    for fn in (process_raster, lambda *a: raster.normalise_raster(*a, keep=False)):
+        seen.clear()
+        assert code_of(fn, out.getvalue(), "jpeg") == "image_too_large"
+        assert seen and seen[-1] > 20_000 and all(size <= 20_000 for size in seen[:-1])
 
 
 def test_decoding_is_deterministic_so_confirm_can_check_content():
