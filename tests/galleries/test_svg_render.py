@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import threading
 import time
 
@@ -78,12 +79,17 @@ def test_a_render_at_its_deadline_does_not_hold_up_the_others(settings, monkeypa
     settings.ARKME_SVG_RENDER_PROCESSES = 2
     pool = svg_render._Pool()
     monkeypatch.setattr(svg_render, "_pool", pool)
-    safe = sanitise_svg(dashed_rings(2000))
+    render_png(svg(), 400, 400)
+    render_png(svg(), 400, 400)  # both render processes are up, the first is next in line
+    stuck = pool.free.queue[0]
+    # A stopped render process is a render that never ends, however fast this machine renders
+    # a hostile SVG; only the deadline can free its slot.
+    os.kill(stuck.process.pid, signal.SIGSTOP)
     outcome = []
 
     def hostile():
         try:
-            render_png(safe.data, safe.width, safe.height, timeout=5)
+            render_png(svg(), 400, 400, timeout=5)
         except RenderFailed as exc:
             outcome.append(str(exc))
 
@@ -95,5 +101,6 @@ def test_a_render_at_its_deadline_does_not_hold_up_the_others(settings, monkeypa
     assert slow.is_alive()  # the simple render finished while the hostile one still ran
     slow.join()
     assert outcome and "too long" in outcome[0]
+    assert stuck.process is None  # killed at its deadline, stopped or not
     for renderer in pool.renderers:
         renderer._discard()
