@@ -14,11 +14,14 @@ would see what a lenient one skips, so nothing it skips may reach a public galle
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 INFLATE_CHUNK = 1 << 20
+# The compressed input handed to zlib at a time: what it has not consumed comes back as a new
+# bytes object, so the whole stream at once would be copied again on every call.
+INFLATE_INPUT = 1 << 18
 # Bit depths allowed per colour type, and the samples per pixel of each (PNG spec, 11.2.2).
 _DEPTHS = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}
 _CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
@@ -82,38 +85,42 @@ def _chunks(data: bytes, *, image_crc: bool = True) -> Iterator[tuple[bytes, mem
     yield None
 
 
-def stream_is_exactly_the_image(header: Header, stream: bytes) -> bool:
+def stream_is_exactly_the_image(header: Header, stream: Iterable[bytes | memoryview]) -> bool:
     """Inflate in bounded pieces: the output is exactly the promised scanlines, every filter
-    type valid, and the stream ends (checksum verified) with nothing after it."""
+    type valid, and the stream ends (checksum verified) with nothing after it. ``stream`` is
+    the zlib stream in parts (the IDAT bodies, as they lie in the file), never joined."""
     rows = header.rows()
     next_row = 0  # offset in the output where the next scanline starts
     expected = sum(header.rows())
     produced = 0
     inflater = zlib.decompressobj()
-    pending = stream
     try:
-        while True:
-            piece = inflater.decompress(pending, INFLATE_CHUNK)
-            pending = inflater.unconsumed_tail
-            if produced + len(piece) > expected:
-                return False  # inflates past the rows: a bomb for a stricter decoder
-            while next_row < produced + len(piece):
-                if piece[next_row - produced] > 4:
-                    return False  # filter types are 0 to 4
-                next_row += next(rows)
-            produced += len(piece)
-            if not pending:
-                break
+        for part in stream:
+            view = memoryview(part)
+            for start in range(0, len(view), INFLATE_INPUT):
+                pending: bytes | memoryview = view[start:start + INFLATE_INPUT]
+                while pending:
+                    piece = inflater.decompress(pending, INFLATE_CHUNK)
+                    pending = inflater.unconsumed_tail
+                    if produced + len(piece) > expected:
+                        return False  # inflates past the rows: a bomb for a stricter decoder
+                    while next_row < produced + len(piece):
+                        if piece[next_row - produced] > 4:
+                            return False  # filter types are 0 to 4
+                        next_row += next(rows)
+                    produced += len(piece)
     except zlib.error:
         return False  # a bad checksum or a corrupt stream
     return produced == expected and inflater.eof and not inflater.unused_data
 
 
-def png_image_chunks(data: bytes) -> bytes | None:
-    """The PNG with only its image chunks, once proven to be exactly its image; else None."""
+def png_image_parts(data: bytes) -> list[memoryview] | None:
+    """The PNG with only its image chunks, once proven to be exactly its image, as views into
+    ``data`` in file order (their concatenation is the PNG to store); else None. A caller that
+    needs only the fingerprint hashes the views and never holds a second copy of the image."""
     if not data.startswith(PNG_SIGNATURE):
         return None
-    kept: list[bytes | memoryview] = [PNG_SIGNATURE]
+    kept: list[memoryview] = [memoryview(PNG_SIGNATURE)]
     header: Header | None = None
     idat: list[memoryview] = []
     seen: set[bytes] = set()
@@ -144,9 +151,15 @@ def png_image_chunks(data: bytes) -> bytes | None:
             break
     if header is None or not idat or b"IEND" not in seen or (header.colour_type == 3 and b"PLTE" not in seen):
         return None
-    if not stream_is_exactly_the_image(header, b"".join(idat)):
+    if not stream_is_exactly_the_image(header, idat):
         return None
-    return b"".join(kept)
+    return kept
+
+
+def png_image_chunks(data: bytes) -> bytes | None:
+    """The PNG with only its image chunks, once proven to be exactly its image; else None."""
+    parts = png_image_parts(data)
+    return None if parts is None else b"".join(parts)
 
 
 _EMPTY_IDAT = b"\x00\x00\x00\x00IDAT" + zlib.crc32(b"IDAT").to_bytes(4, "big")

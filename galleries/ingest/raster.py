@@ -39,7 +39,7 @@ from arkme.kernel.errors import ContentRejected, ErrorCode
 from arkme.kernel.metrics import IMAGES_REFUSED
 from arkme.kernel.text import size_text
 
-from .png_stream import PNG_SIGNATURE, png_image_chunks, png_metadata_only
+from .png_stream import PNG_SIGNATURE, png_image_parts, png_metadata_only
 
 MAX_SOURCE_BYTES = 5 * 1024 * 1024
 MAX_STORED_BYTES = 5 * 1024 * 1024
@@ -362,8 +362,26 @@ def normalise_raster(data: bytes, fmt: str, field: str | None = None, *, keep: b
         raise ImageRejected(ErrorCode.IMAGE_DIMENSIONS, f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
     if vips is not None:
         return _vips_normalise(data, fmt, *vips, field, keep)
-    kept = png_image_chunks(data) if fmt == "png" and upright and not image.info.get("icc_profile") else None
-    clean = kept if kept is not None else _encode(_to_srgb(image, field), fmt)
+    if fmt == "png" and upright and not image.info.get("icc_profile"):
+        # Decoded, the PNG is proven to decode; its pixels are not needed to keep its image
+        # chunks, so they go before the chunks are checked rather than sit beside them.
+        image.close()
+        parts = png_image_parts(data)
+        if parts is not None:
+            return _kept_png(parts, width, height, field, keep)
+        image = Image.open(io.BytesIO(data), formats=["PNG"])  # rare: the chunks must be re-encoded
+    clean = _encode(_to_srgb(image, field), fmt)
     if len(clean) > MAX_STORED_BYTES:
         raise _too_large_to_store(field)
     return Normalised(data=clean if keep else None, sha256=hashlib.sha256(clean).hexdigest(), width=width, height=height)
+
+
+def _kept_png(parts: list[memoryview], width: int, height: int, field: str | None, keep: bool) -> Normalised:
+    """A PNG kept as its image chunks: fingerprinted from the views into its source, and
+    joined into bytes only for a caller that stores them."""
+    if sum(len(part) for part in parts) > MAX_STORED_BYTES:
+        raise _too_large_to_store(field)
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+    return Normalised(data=b"".join(parts) if keep else None, sha256=digest.hexdigest(), width=width, height=height)

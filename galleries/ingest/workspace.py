@@ -126,16 +126,20 @@ def read_workspace_file(workspace_dir: Path, path: str, field: str) -> FileRead:
         if info.st_size > MAX_SOURCE_BYTES:
             raise source_too_large(field)
         os.set_blocking(fd, True)
-        digest, chunks, size = hashlib.sha256(), [], 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_SOURCE_BYTES:  # the file grew while it was read
-                raise source_too_large(field)
-            digest.update(chunk)
-            chunks.append(chunk)
+        # The size it has now, plus one byte to see it grow, in one read into one allocation:
+        # chunks joined afterwards would hold the file twice for a moment. Reading on is needed
+        # only if it grew (the read filled) or a read came back short of the size (a network
+        # file system may return less than asked).
+        wanted = info.st_size + 1
+        chunks = [os.read(fd, wanted)]
+        size = len(chunks[0])
+        while size <= MAX_SOURCE_BYTES and chunks[-1] and (len(chunks[-1]) == wanted or size < info.st_size):
+            wanted = 1 << 20
+            chunks.append(os.read(fd, wanted))
+            size += len(chunks[-1])
+        if size > MAX_SOURCE_BYTES:  # the file grew while it was read
+            raise source_too_large(field)
     finally:
         os.close(fd)
-    return FileRead(data=b"".join(chunks), sha256=digest.hexdigest())
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return FileRead(data=data, sha256=hashlib.sha256(data).hexdigest())

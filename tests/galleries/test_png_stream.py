@@ -10,8 +10,9 @@ import zlib
 import png as pypng
 import pytest
 
+from galleries.ingest import png_stream
 from galleries.ingest.png_stream import PNG_SIGNATURE, png_image_chunks
-from galleries.ingest.raster import process_raster
+from galleries.ingest.raster import normalise_raster, process_raster
 
 W, H = 400, 320
 
@@ -94,9 +95,55 @@ def chunks_of(chunks) -> list[bytes]:
     return [chunk(kind, body) for kind, body in chunks if kind not in (b"IDAT", b"IEND")]
 
 
+@pytest.fixture(params=[png_stream.INFLATE_INPUT, 4096, 7], ids=lambda size: f"input-{size}")
+def inflate_input(request, monkeypatch):
+    """The stream handed to zlib in pieces of each size: a check must not depend on where the
+    pieces (or the IDAT chunks) break the stream."""
+    monkeypatch.setattr(png_stream, "INFLATE_INPUT", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_a_hostile_png_is_never_kept(name):
+def test_a_hostile_png_is_never_kept(name, inflate_input):
     assert png_image_chunks(HOSTILE[name]) is None
+
+
+def split_idat(stream: bytes, size: int) -> list[bytes]:
+    return [chunk(b"IDAT", stream[i:i + size]) for i in range(0, len(stream), size)]
+
+
+@pytest.mark.parametrize("size", [1, 333, 8192])
+def test_a_stream_over_many_idat_chunks_is_kept_as_it_lies(size, inflate_input):
+    stream = zlib.compress(raw_rows())
+    data = build(ihdr(), *split_idat(stream, size))
+    assert png_image_chunks(data) == data
+
+
+@pytest.mark.parametrize("size", [1, 333, 8192])
+def test_data_after_the_stream_in_a_later_idat_chunk_is_refused(size, inflate_input):
+    stream = zlib.compress(raw_rows()) + b"hidden payload"
+    assert png_image_chunks(build(ihdr(), *split_idat(stream, size))) is None
+
+
+def test_the_fingerprint_of_a_kept_png_holds_no_second_copy_of_it():
+    import hashlib
+    import os
+    import tracemalloc
+
+    side = 1100
+    rows = b"".join(b"\x00" + os.urandom(side * 3) for _ in range(side))  # noise: incompressible
+    data = build(ihdr(width=side, height=side), *split_idat(zlib.compress(rows), 65536))
+    tracemalloc.start()
+    try:
+        facts = normalise_raster(data, "png", keep=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert facts.data is None and facts.sha256 == hashlib.sha256(data).hexdigest()
+    # The stream check inflates a bounded piece at a time and the kept chunks are hashed where
+    # they lie: joining the image data or the kept chunks would each cost the image's size.
+    assert peak < len(data) / 2
+    assert normalise_raster(data, "png").kept_bytes() == data
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))

@@ -107,3 +107,51 @@ def test_workspace_that_is_a_symlink_is_refused(root, tmp_path):
     with pytest.raises(ArkmeError) as caught:
         read_workspace_file(tmp_path / "linked-ws", "top.png", "f")
     assert caught.value.code == "workspace_not_found"
+
+
+def _stat_a_size(monkeypatch, size):
+    """fstat as it was a moment before the file changed size."""
+    real = os.fstat
+
+    def fstat(fd):
+        info = real(fd)
+        return os.stat_result((*info[:6], size, *info[7:]))
+
+    monkeypatch.setattr(ws.os, "fstat", fstat)
+
+
+def test_a_file_that_grew_after_its_size_was_read_is_read_whole(root, monkeypatch):
+    content = bytes(range(256)) * 5000
+    (root / "growing.png").write_bytes(content)
+    _stat_a_size(monkeypatch, 1000)
+    read = read_workspace_file(root, "growing.png", "f")
+    assert read.data == content and read.sha256 == hashlib.sha256(content).hexdigest()
+
+
+def test_a_file_that_grew_past_the_limit_while_read_is_413(root, monkeypatch):
+    (root / "growing.png").write_bytes(b"x" * (5 * 1024 * 1024 + 10))
+    _stat_a_size(monkeypatch, 1000)
+    assert refused(root, "growing.png").code == "source_too_large"
+
+
+def test_a_file_is_held_once_while_read(root):
+    import tracemalloc
+
+    content = os.urandom(4 * 1024 * 1024)
+    (root / "big.png").write_bytes(content)
+    tracemalloc.start()
+    try:
+        read = read_workspace_file(root, "big.png", "f")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert read.data == content
+    assert peak < 1.25 * len(content)  # chunks joined afterwards held it twice
+
+
+def test_a_read_that_comes_back_short_is_read_on(root, monkeypatch):
+    content = bytes(range(256)) * 5000
+    (root / "slow.png").write_bytes(content)
+    real = os.read
+    monkeypatch.setattr(ws.os, "read", lambda fd, n: real(fd, min(n, 4000)))  # as a network file system may
+    assert read_workspace_file(root, "slow.png", "f").data == content
