@@ -43,7 +43,8 @@ class Worker:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
         self.process: subprocess.Popen | None = None
-        self.log = open(Path(env["ARKME_MEDIA_ROOT"]).parent / "worker.log", "ab")
+        self.log_path = Path(env["ARKME_MEDIA_ROOT"]).parent / "worker.log"
+        self.log = open(self.log_path, "ab")
 
     def start(self) -> None:
         self.process = subprocess.Popen(
@@ -71,9 +72,17 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.kill()
 
-    def busy(self) -> bool:
-        active = app.control.inspect(timeout=0.5).active() or {}
-        return any(tasks for tasks in active.values())
+    def log_size(self) -> int:
+        return self.log_path.stat().st_size
+
+    def received(self, task: str, since: int) -> bool:
+        """Whether the worker logged taking ``task`` off the queue after offset ``since``.
+
+        Read from the worker's own log line, not asked over the control channel: on a loaded
+        machine an ``inspect`` reply can miss its timeout for as long as a render lasts."""
+        with open(self.log_path, "rb") as log:
+            log.seek(since)
+            return any(f"{task}[".encode() in line and b"received" in line for line in log)
 
 
 @pytest.fixture
@@ -163,11 +172,12 @@ def test_a_worker_killed_mid_task_and_restarted_leaves_the_same_final_state(figu
             connection.close()
 
     caller = threading.Thread(target=prepare)
+    since = worker.log_size()
     caller.start()
-    deadline = time.monotonic() + 20
-    while not worker.busy():
-        assert time.monotonic() < deadline, "the render never started"
-        time.sleep(0.05)
+    deadline = time.monotonic() + 30
+    while not worker.received("galleries.render_svg", since):
+        assert time.monotonic() < deadline, "the render was never taken"
+        time.sleep(0.02)
     worker.kill()
     figures.add("worker_kills", 1)
     worker.start()  # the unacknowledged render is delivered again after the visibility timeout
