@@ -424,20 +424,11 @@ def test_a_confirm_commits_its_images_and_its_gallery_change_once(gs):
     assert len({block for _, block in writes}) == 1 and 0 not in {block for _, block in writes}, writes
 
 
-def test_prepare_keeps_no_encoded_image_and_confirm_stores_what_prepare_fingerprinted(gs, monkeypatch):
+def test_prepare_keeps_no_encoded_image_and_confirm_stores_what_prepare_fingerprinted(gs, encoder_keeps):
     """A turned photograph is encoded at prepare only to fingerprint it: the encoder's output
     streams into the hash and is never held. Confirm encodes again, keeps the bytes, and stores
     exactly the content prepare promised."""
-    from galleries.ingest import raster
-
-    kept: list[bool] = []
-    real = raster._EncodedOutput.__init__
-
-    def spy(self, keep):
-        kept.append(keep)
-        real(self, keep)
-
-    monkeypatch.setattr(raster._EncodedOutput, "__init__", spy)
+    kept = encoder_keeps
     name = gs.write("turned.jpg", images.jpeg_with_gps_and_orientation())
     prepared = result(gs.prepare(source="workspace", workspace_paths=[name]))
     assert kept == [False]

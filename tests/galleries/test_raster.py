@@ -117,19 +117,13 @@ def _turned_profiled_png() -> bytes:
     lambda: images.image("GIF"),  # Pillow
     lambda: images.svg(),  # rendered
 ], ids=["jpeg", "png-turned", "webp", "png-kept", "gif", "svg"])
-def test_the_fingerprint_alone_is_the_fingerprint_of_the_stored_bytes(make, monkeypatch):
+def test_the_fingerprint_alone_is_the_fingerprint_of_the_stored_bytes(make, encoder_keeps):
     """Prepare asks only for the fingerprint: libvips' encoder streams into the hash and its
     output is never held. It must fingerprint exactly what confirm will store."""
     data = make()
     stored = process_image(data)
-    kept: list[bool] = []
-    real = raster._EncodedOutput.__init__
-
-    def spy(self, keep):
-        kept.append(keep)
-        real(self, keep)
-
-    monkeypatch.setattr(raster._EncodedOutput, "__init__", spy)
+    kept = encoder_keeps
+    kept.clear()
     facts = image_facts(data)
     assert (facts.sha256, facts.width, facts.height, facts.format) == (
         stored.sha256, stored.width, stored.height, stored.format)
