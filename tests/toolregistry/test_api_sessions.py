@@ -116,6 +116,9 @@ def test_session_view_etag_and_304(dsh, world):
     assert etag == f'"{response.json()["revision"]}"'
     not_modified = dsh.get(f"sessions/{session}", HTTP_IF_NONE_MATCH=etag)
     assert not_modified.status_code == 304 and not_modified.content == b""
+    # The validator and the headers every answer carries; no representation metadata.
+    assert not_modified["ETag"] == etag and "Content-Type" not in not_modified
+    assert not_modified["Allow"] == response["Allow"] and not_modified["X-Content-Type-Options"] == "nosniff"
     assert dsh.get(f"sessions/{session}", HTTP_IF_NONE_MATCH='"other"').status_code == 200
 
 

@@ -5,7 +5,7 @@ import json
 from typing import Any, cast
 
 from django.db import transaction
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseNotModified
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -127,7 +127,10 @@ class SessionApi(APIView):
         toolset = session_toolset(agent_session)
         etag = f'"{toolset.revision}"'
         if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
-            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+            # A bodiless answer: Django's own skips DRF's rendering of nothing.
+            not_modified = HttpResponseNotModified()
+            not_modified["ETag"] = etag
+            return not_modified
         return session_response(agent_session)
 
     @extend_schema(operation_id="session_close", responses={204: None, **errors(404)},
