@@ -67,11 +67,13 @@ def _png_needs_encoding(data: bytes) -> bool:
     return turned or bool(header.get_typeof("icc-profile-data"))
 
 
-def derive(data: bytes) -> bytes:
-    """The bytes a gallery stores for ``data``: the product's output, by the shortest route."""
+def _derived_parts(data: bytes) -> list[bytes] | list[memoryview]:
+    """The bytes a gallery stores for ``data``, by the shortest route: a kept PNG as views of
+    its image chunks in the source (prepare hashes them where they lie, as the product does),
+    anything else as the one encoding."""
     import cairosvg
 
-    from galleries.ingest.png_stream import png_image_chunks
+    from galleries.ingest.png_stream import png_image_parts
     from galleries.ingest.svg_sanitise import sanitise_svg
 
     if not data.startswith((b"\x89PNG", b"\xff\xd8", b"RIFF")):
@@ -79,12 +81,25 @@ def derive(data: bytes) -> bytes:
         data = cairosvg.svg2png(bytestring=safe.data, output_width=safe.width, output_height=safe.height)
     image = Image.open(io.BytesIO(data))
     if image.format in ("JPEG", "WEBP") or (image.format == "PNG" and _png_needs_encoding(data)):
-        return _vips(data, image.format)
+        return [_vips(data, image.format)]
     image.load()
-    kept = png_image_chunks(data)
+    kept = png_image_parts(data)
     if kept is not None:
         return kept
-    return _encode(image, image.format or "PNG")
+    return [_encode(image, image.format or "PNG")]
+
+
+def derive(data: bytes) -> bytes:
+    """The bytes a gallery stores for ``data``: the product's output, by the shortest route."""
+    return b"".join(_derived_parts(data))
+
+
+def fingerprint(data: bytes) -> str:
+    """sha256 of ``derive(data)`` without holding a kept PNG's chunks a second time."""
+    digest = hashlib.sha256()
+    for part in _derived_parts(data):
+        digest.update(part)
+    return digest.hexdigest()
 
 
 def reproduce(data: bytes, stored_sha: str) -> bytes:
@@ -120,7 +135,7 @@ def prepare(paths: list[Path]) -> list[tuple[str, str]]:
     prepared = []
     for path in paths:
         data = path.read_bytes()
-        prepared.append((hashlib.sha256(data).hexdigest(), hashlib.sha256(derive(data)).hexdigest()))
+        prepared.append((hashlib.sha256(data).hexdigest(), fingerprint(data)))
     return prepared
 
 
