@@ -13,6 +13,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from arkme.kernel.result_store import result_backend_url
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -234,11 +236,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # The web process waits for SVG renders and blob stores, so a broker needs a result backend:
-# Redis stores results itself, other brokers answer over RPC.
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or (
+# Redis stores results itself, other brokers answer over RPC. On Redis the store is
+# arkme.kernel.result_store's, which brings a rendered PNG back as bytes rather than base64.
+CELERY_RESULT_BACKEND = result_backend_url(os.environ.get("CELERY_RESULT_BACKEND", "").strip() or (
     None if CELERY_BROKER_URL is None
     else CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "rpc://"
-)
+))
 CELERY_RESULT_EXPIRES = 3600
 # A task whose worker died unacknowledged is delivered again after the visibility timeout.
 CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -25,11 +25,14 @@ from django.conf import settings
 
 from arkme.kernel.errors import ContentRejected, ErrorCode
 from arkme.kernel.metrics import IMAGES_REFUSED
+from arkme.kernel.result_store import carries_bytes
 from arkme.kernel.tasking import run_and_wait, task_answer
 
 from .svg_render_worker import OK, READY, REQUEST, RESPONSE, read_exact
 
 RECYCLE_AFTER = 200
+# How the render task brings its PNG back (``render_svg``'s ``carry``).
+BYTES, BASE64 = "bytes", "base64"
 START_TIMEOUT_SECONDS = 30.0
 # The project root, so that ``python -m`` finds the worker module from any working directory.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -149,20 +152,26 @@ def render_png(svg: bytes, width: int, height: int, *, timeout: float | None = N
                         settings.ARKME_SVG_MEMORY_BYTES if memory is None else memory)
 
 
-def _render_base64(svg: str, width: int, height: int) -> str:
-    return base64.b64encode(render_png(svg.encode("utf-8"), width, height)).decode("ascii")
+def _render_carried(svg: str, width: int, height: int, carry: str) -> bytes | str:
+    png = render_png(svg.encode("utf-8"), width, height)
+    return png if carry == BYTES else base64.b64encode(png).decode("ascii")
 
 
 @shared_task(name="galleries.render_svg", acks_late=True)
-def render_svg(svg: str, width: int, height: int) -> dict[str, object]:
-    """The render as a task: a worker's crash or a hung render costs a render process only."""
-    return task_answer(_render_base64, svg, width, height)
+def render_svg(svg: str, width: int, height: int, carry: str = BASE64) -> dict[str, object]:
+    """The render as a task: a worker's crash or a hung render costs a render process only.
+
+    ``carry`` is how the PNG comes back: as bytes where the result store carries them
+    (``arkme.kernel.result_store``), else as base64 text, which is also what a web process of
+    the previous release, sending three arguments, still gets."""
+    return task_answer(_render_carried, svg, width, height, BYTES if carry == BYTES else BASE64)
 
 
 def render_png_via_task(svg: bytes, width: int, height: int) -> bytes:
     """Render on a worker (or in-process without a broker) and wait for the PNG."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        # In-process, the task would only wrap the same call in Celery's bookkeeping and base64.
+        # In-process, the task would only wrap the same call in Celery's bookkeeping.
         return render_png(svg, width, height)
-    answer = run_and_wait(render_svg, svg.decode("utf-8"), width, height)
-    return base64.b64decode(answer)
+    answer = run_and_wait(render_svg, svg.decode("utf-8"), width, height, BYTES if carries_bytes() else BASE64)
+    # Base64 text where the result store carries JSON only (RPC).
+    return answer if isinstance(answer, bytes) else base64.b64decode(answer)

@@ -13,10 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 from django.conf import settings
 from django.db import connection
 
 from arkme.celery import app
+from arkme.kernel.result_store import result_backend_url
 from galleries.models import Gallery, OperationStatus, PendingOperation
 from groups.models import ChatMessage
 from tests.support import images
@@ -88,7 +90,6 @@ class Worker:
 @pytest.fixture
 def worker(postgres, settings, monkeypatch, _isolated_storage):
     require_service("Redis", redis_up(), "start redis-server on 127.0.0.1:6379")
-    import redis
     redis.Redis.from_url(BROKER).flushdb()
     db = connection.settings_dict
     env = {
@@ -106,7 +107,7 @@ def worker(postgres, settings, monkeypatch, _isolated_storage):
     settings.ARKME_TASK_WAIT_SECONDS = 45
     previous = {key: app.conf[key] for key in ("task_always_eager", "broker_url", "result_backend",
                                                "broker_transport_options")}
-    app.conf.update(task_always_eager=False, broker_url=BROKER, result_backend=BROKER,
+    app.conf.update(task_always_eager=False, broker_url=BROKER, result_backend=result_backend_url(BROKER),
                     broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT, "max_retries": 1})
     reset_connections()
     running = Worker(env)
@@ -147,6 +148,12 @@ def test_svg_blobs_and_invitations_run_on_the_worker(worker, gs, dsh, world):
     confirmed = gs.confirm(prepared.json()["result"]["operation"])
     assert confirmed.status_code == 200, confirmed.content
     assert [i["format"] for i in confirmed.json()["result"]["gallery"]["items"]] == ["png", "png"]
+    # The renders' PNGs came back as bytes (msgpack), every other answer as JSON.
+    results = redis.Redis.from_url(BROKER)
+    stored = [results.get(key) for key in results.scan_iter("celery-task-meta-*")]
+    carried = [payload for payload in stored if payload[0] >= 0x80]
+    assert len(carried) == 2 and all(b"\x89PNG" in payload for payload in carried)  # prepare's and confirm's
+    assert all(payload.startswith(b"{") and b"iVBORw0KGgo" not in payload for payload in stored if payload[0] < 0x80)
 
     alice = dsh.open_session(world.alice)["session"]
     source = next(g["source_ref"] for g in dsh.execute(alice, "arkme_context", {}).json()["result"]["groups"]
