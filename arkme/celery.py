@@ -1,4 +1,5 @@
-"""The Celery application. JSON only; tasks run in-process when no broker is configured."""
+"""The Celery application. Task messages are JSON; results are JSON, or msgpack where they carry
+bytes (``arkme.kernel.result_store``); tasks run in-process when no broker is configured."""
 from __future__ import annotations
 
 import os

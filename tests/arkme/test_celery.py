@@ -1,4 +1,4 @@
-"""The Celery app: JSON only, late acknowledgement, and every scheduled task registered."""
+"""The Celery app: JSON task messages, late acknowledgement, and every scheduled task registered."""
 from __future__ import annotations
 
 from django.conf import settings
