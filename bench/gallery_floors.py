@@ -7,8 +7,9 @@ pending operation, so confirm derives the bytes a second time, except for a PNG 
 image chunks, where the stream check alone reproduces them. The floor therefore does, per
 image and per path:
 
-- ``kept``: read, sha256, decode, the PNG stream check, sha256 of the kept chunks; at
-  confirm, read, sha256, the stream check, sha256, one durable write;
+- ``kept``: read, sha256, the PNG stream check (it inflates every scanline and checks its
+  filter type and the stream's checksum, so the pixels are not decoded besides), sha256 of
+  the kept chunks; at confirm, read, sha256, the stream check, sha256, one durable write;
 - ``encoded``: read, sha256, decode, turn, colour-convert, encode, sha256; at confirm the
   same again and one durable write (with libvips, as the product does);
 - ``svg``: read, sha256, the restricted-SVG check, render with bare cairosvg, then the
@@ -82,10 +83,10 @@ def _derived_parts(data: bytes) -> list[bytes] | list[memoryview]:
     image = Image.open(io.BytesIO(data))
     if image.format in ("JPEG", "WEBP") or (image.format == "PNG" and _png_needs_encoding(data)):
         return [_vips(data, image.format)]
-    image.load()
-    kept = png_image_parts(data)
+    kept = png_image_parts(data)  # the stream check inflates every scanline: no decode besides
     if kept is not None:
         return kept
+    image.load()
     return [_encode(image, image.format or "PNG")]
 
 

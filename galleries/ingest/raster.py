@@ -339,14 +339,18 @@ def normalise_raster(data: bytes, fmt: str, field: str | None = None, *, keep: b
             if getattr(image, "n_frames", 1) > 1 or getattr(image, "is_animated", False):
                 raise ImageRejected(ErrorCode.ANIMATED_IMAGE, "Animated images are not accepted.", field)
             vips = None
+            keep_as_is = False
             if image.mode in _VIPS_MODES.get(fmt, ()) and (orientation := _orientation(image, data, fmt)):
                 icc = image.info.get("icc_profile")
-                # An upright PNG without a profile may be kept as it is: Pillow proves it.
                 if fmt != "png" or orientation != 1 or icc:
                     if icc:
                         _check_profile(icc, image.mode, field)
                     vips = (orientation, bool(icc))
-            if vips is None:
+                else:
+                    # An upright PNG without a profile may be kept as it is, if the stream
+                    # check below proves it is exactly its image.
+                    keep_as_is = True
+            if vips is None and not keep_as_is:
                 image.load()
                 # exif_transpose also reads an orientation given in XMP.
                 upright = image.getexif().get(ExifTags.Base.Orientation, 1) not in range(2, 9)
@@ -362,18 +366,30 @@ def normalise_raster(data: bytes, fmt: str, field: str | None = None, *, keep: b
         raise ImageRejected(ErrorCode.IMAGE_DIMENSIONS, f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
     if vips is not None:
         return _vips_normalise(data, fmt, *vips, field, keep)
-    if fmt == "png" and upright and not image.info.get("icc_profile"):
-        # Decoded, the PNG is proven to decode; its pixels are not needed to keep its image
-        # chunks, so they go before the chunks are checked rather than sit beside them.
+    if keep_as_is or (fmt == "png" and upright and not image.info.get("icc_profile")):
+        # The stream check inflates every scanline and checks its filter type, the stream's
+        # end and checksum: a PNG that passes holds exactly its pixels, which any decoder
+        # reads. So an upright 8-bit PNG is not decoded to be kept, and its pixels never sit
+        # beside its file; one decoded already (another mode) lets them go first.
         image.close()
         parts = png_image_parts(data)
         if parts is not None:
             return _kept_png(parts, width, height, field, keep)
-        image = Image.open(io.BytesIO(data), formats=["PNG"])  # rare: the chunks must be re-encoded
+        # Rare: the chunks must be re-encoded, from pixels Pillow decodes and so proves.
+        image = _decoded_upright_png(data, field)
     clean = _encode(_to_srgb(image, field), fmt)
     if len(clean) > MAX_STORED_BYTES:
         raise _too_large_to_store(field)
     return Normalised(data=clean if keep else None, sha256=hashlib.sha256(clean).hexdigest(), width=width, height=height)
+
+
+def _decoded_upright_png(data: bytes, field: str | None) -> Image.Image:
+    try:
+        image = Image.open(io.BytesIO(data), formats=["PNG"])
+        image.load()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError, EOFError) as exc:
+        raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
+    return image
 
 
 def _kept_png(parts: list[memoryview], width: int, height: int, field: str | None, keep: bool) -> Normalised:

@@ -433,3 +433,53 @@ def test_a_png_whose_image_checksum_fails_is_encoded_again_whichever_library_dec
 
     # What is stored is a PNG whose every checksum holds: written anew, not the source's chunks.
     assert png_image_chunks(clean) is not None and clean != bytes(data)
+
+
+def _decodes(monkeypatch) -> list[str]:
+    """Every pixel decode Pillow makes from here on, by image format."""
+    decoded: list[str] = []
+    load = ImageFile.ImageFile.load
+
+    def counted(self):
+        if self.tile:
+            decoded.append(self.format)
+        return load(self)
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", counted)
+    return decoded
+
+
+@pytest.mark.parametrize("make", [lambda: images.png((400, 400)), images.png_with_metadata,
+                                  lambda: images.png_with_exif_orientation((600, 400), orientation=1),
+                                  lambda: images.png((400, 400), compress_level=0)])
+def test_an_upright_png_is_kept_without_decoding_its_pixels(monkeypatch, make):
+    # The stream check proves every scanline; holding the decoded pixels beside the file
+    # would double a kept PNG's memory (a 4096² RGBA PNG: 64 MiB of pixels for a 0.1 MiB file).
+    source = make()
+    decoded = _decodes(monkeypatch)
+    facts, clean = image_facts(source), process_raster(source, "png")[0]
+    assert decoded == []
+    assert facts.sha256 == hashlib.sha256(clean).hexdigest()
+    assert Image.open(io.BytesIO(clean)).tobytes() == Image.open(io.BytesIO(source)).tobytes()
+
+
+def test_a_png_that_fails_the_stream_check_is_decoded_and_proved_before_it_is_encoded(monkeypatch):
+    source = images.png((400, 400))
+    at = source.index(b"IDAT") + 4  # the image data's checksum fails: not kept
+    broken = source[:at] + bytes([source[at] ^ 1]) + source[at + 1:]
+    decoded = _decodes(monkeypatch)
+    assert code_of(process_raster, broken, "png") == "invalid_image"
+    assert decoded == ["PNG"]
+
+
+def test_metadata_pillow_cannot_read_after_the_image_data_still_refuses_the_png():
+    # A zTXt chunk that inflates past Pillow's text limit, placed after the image data: it is
+    # read when the orientation is looked for, so the image is decoded in full and refused.
+    import zlib
+
+    from PIL import PngImagePlugin
+
+    source = images.png((400, 400))
+    bomb = images.png_chunk(b"zTXt", b"Comment\x00\x00" + zlib.compress(b"a" * (PngImagePlugin.MAX_TEXT_CHUNK + 1)))
+    data = source[:-12] + bomb + source[-12:]
+    assert code_of(process_raster, data, "png") == "invalid_image"
