@@ -368,9 +368,10 @@ def normalise_raster(data: bytes, fmt: str, field: str | None = None, *, keep: b
         return _vips_normalise(data, fmt, *vips, field, keep)
     if keep_as_is or (fmt == "png" and upright and not image.info.get("icc_profile")):
         # The stream check inflates every scanline and checks its filter type, the stream's
-        # end and checksum: a PNG that passes holds exactly its pixels, which any decoder
-        # reads. So an upright 8-bit PNG is not decoded to be kept, and its pixels never sit
-        # beside its file; one decoded already (another mode) lets them go first.
+        # end and checksum, and Pillow has read every other chunk (for the orientation): a PNG
+        # that passes holds exactly its pixels, which any decoder reads. So an upright 8-bit
+        # PNG is not decoded to be kept, and no decoded copy sits beside its file. A PNG of
+        # another mode was decoded above, for its orientation; its pixels go first.
         image.close()
         parts = png_image_parts(data)
         if parts is not None:
