@@ -156,10 +156,18 @@ def png_image_parts(data: bytes) -> list[memoryview] | None:
     return kept
 
 
+def joined_parts(parts: list[memoryview], data: bytes) -> bytes:
+    """The kept PNG in one piece. A PNG with nothing to drop is its own kept form: ``data``
+    itself, rather than a copy of it beside it."""
+    if isinstance(data, bytes) and sum(len(part) for part in parts) == len(data):
+        return data  # the parts are disjoint and in file order, so they are all of it
+    return b"".join(parts)
+
+
 def png_image_chunks(data: bytes) -> bytes | None:
     """The PNG with only its image chunks, once proven to be exactly its image; else None."""
     parts = png_image_parts(data)
-    return None if parts is None else b"".join(parts)
+    return None if parts is None else joined_parts(parts, data)
 
 
 _EMPTY_IDAT = b"\x00\x00\x00\x00IDAT" + zlib.crc32(b"IDAT").to_bytes(4, "big")

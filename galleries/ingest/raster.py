@@ -39,7 +39,7 @@ from arkme.kernel.errors import ContentRejected, ErrorCode
 from arkme.kernel.metrics import IMAGES_REFUSED
 from arkme.kernel.text import size_text
 
-from .png_stream import PNG_SIGNATURE, png_image_parts, png_metadata_only
+from .png_stream import PNG_SIGNATURE, joined_parts, png_image_parts, png_metadata_only
 
 MAX_SOURCE_BYTES = 5 * 1024 * 1024
 MAX_STORED_BYTES = 5 * 1024 * 1024
@@ -84,7 +84,8 @@ class _EncodedOutput:
     def __init__(self, keep: bool) -> None:
         self.digest = hashlib.sha256()
         self.size = 0
-        self.kept: bytearray | None = bytearray() if keep else None
+        # Chunks, not a growing buffer: growing one copies what it holds each time it moves.
+        self.kept: list[bytes] | None = [] if keep else None
 
     def write(self, chunk: Any) -> int:
         self.size += len(chunk)
@@ -92,8 +93,15 @@ class _EncodedOutput:
             return -1  # libvips stops encoding; the caller reports the size
         self.digest.update(chunk)
         if self.kept is not None:
-            self.kept += chunk
+            self.kept.append(bytes(chunk))  # libvips reuses its buffer after the call
         return len(chunk)
+
+    def joined(self) -> bytes | None:
+        """The output in one piece, the chunks let go."""
+        if self.kept is None:
+            return None
+        data, self.kept = b"".join(self.kept), None
+        return data
 
 
 class ImageRejected(ContentRejected):
@@ -307,8 +315,11 @@ def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
         if output.size > MAX_STORED_BYTES:
             raise _too_large_to_store(field) from None
         raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
-    kept = bytes(output.kept) if output.kept is not None else None
-    return Normalised(data=kept, sha256=output.digest.hexdigest(), width=image.width, height=image.height)
+    width, height = image.width, image.height
+    # The decoded image goes before the output is joined, so the two copies of the output
+    # that joining makes for a moment never sit beside it.
+    del image, target
+    return Normalised(data=output.joined(), sha256=output.digest.hexdigest(), width=width, height=height)
 
 
 def _too_large_to_store(field: str | None) -> ImageRejected:
@@ -375,7 +386,7 @@ def normalise_raster(data: bytes, fmt: str, field: str | None = None, *, keep: b
         image.close()
         parts = png_image_parts(data)
         if parts is not None:
-            return _kept_png(parts, width, height, field, keep)
+            return _kept_png(parts, data, width, height, field, keep)
         # Rare: the chunks must be re-encoded, from pixels Pillow decodes and so proves.
         image = _decoded_upright_png(data, field)
     clean = _encode(_to_srgb(image, field), fmt)
@@ -393,7 +404,8 @@ def _decoded_upright_png(data: bytes, field: str | None) -> Image.Image:
     return image
 
 
-def _kept_png(parts: list[memoryview], width: int, height: int, field: str | None, keep: bool) -> Normalised:
+def _kept_png(parts: list[memoryview], source: bytes, width: int, height: int, field: str | None,
+              keep: bool) -> Normalised:
     """A PNG kept as its image chunks: fingerprinted from the views into its source, and
     joined into bytes only for a caller that stores them."""
     if sum(len(part) for part in parts) > MAX_STORED_BYTES:
@@ -401,4 +413,5 @@ def _kept_png(parts: list[memoryview], width: int, height: int, field: str | Non
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part)
-    return Normalised(data=b"".join(parts) if keep else None, sha256=digest.hexdigest(), width=width, height=height)
+    return Normalised(data=joined_parts(parts, source) if keep else None, sha256=digest.hexdigest(),
+                      width=width, height=height)

@@ -161,3 +161,15 @@ def test_a_hostile_png_is_reencoded_or_refused_and_what_is_stored_decodes_strict
     decoded_width, decoded_height, rows, _ = reader.read()
     assert (decoded_width, decoded_height) == (width, height) == (W, H)
     assert sum(1 for _ in rows) == H
+
+
+def test_a_png_with_nothing_to_drop_is_its_own_kept_form_not_a_copy():
+    from tests.support import images
+
+    plain = images.png((400, 400))
+    assert png_image_chunks(plain) is plain  # confirm holds the file once, not twice
+    with_metadata = images.png_with_metadata()
+    kept = png_image_chunks(with_metadata)
+    assert kept is not with_metadata and len(kept) < len(with_metadata)
+    trailing = plain + b"after the end"
+    assert png_image_chunks(trailing) == plain

@@ -483,3 +483,21 @@ def test_metadata_pillow_cannot_read_after_the_image_data_still_refuses_the_png(
     bomb = images.png_chunk(b"zTXt", b"Comment\x00\x00" + zlib.compress(b"a" * (PngImagePlugin.MAX_TEXT_CHUNK + 1)))
     data = source[:-12] + bomb + source[-12:]
     assert code_of(process_raster, data, "png") == "invalid_image"
+
+
+def test_the_decoded_image_is_let_go_before_the_encoded_output_is_joined(monkeypatch):
+    import gc
+
+    import pyvips
+
+    alive: list[int] = []
+    joined = raster._EncodedOutput.joined
+
+    def spy(self):
+        gc.collect()
+        alive.append(sum(isinstance(o, pyvips.Image) for o in gc.get_objects()))
+        return joined(self)
+
+    monkeypatch.setattr(raster._EncodedOutput, "joined", spy)
+    clean, width, height = process_raster(images.jpeg_with_gps_and_orientation(), "jpeg")
+    assert alive == [0] and clean.startswith(b"\xff\xd8") and (width, height) != (0, 0)
