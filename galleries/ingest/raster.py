@@ -322,6 +322,11 @@ def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
     return Normalised(data=output.joined(), sha256=output.digest.hexdigest(), width=width, height=height)
 
 
+# What Pillow raises for bytes it cannot decode (a bomb's warning is raised as an error).
+_UNDECODABLE = (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError,
+                Image.DecompressionBombWarning, EOFError)
+
+
 def _too_large_to_store(field: str | None) -> ImageRejected:
     return ImageRejected(ErrorCode.IMAGE_TOO_LARGE,
                          f"The image would take more than {size_text(MAX_STORED_BYTES)} to store.", field)
@@ -369,8 +374,7 @@ def normalise_raster(data: bytes, fmt: str, field: str | None = None, *, keep: b
                     image = ImageOps.exif_transpose(image)
     except ImageRejected:
         raise
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError,
-            Image.DecompressionBombWarning, EOFError) as exc:
+    except _UNDECODABLE as exc:
         raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
     width, height = image.size
     if not (MIN_SIDE <= width <= MAX_SIDE and MIN_SIDE <= height <= MAX_SIDE):
@@ -399,7 +403,7 @@ def _decoded_upright_png(data: bytes, field: str | None) -> Image.Image:
     try:
         image = Image.open(io.BytesIO(data), formats=["PNG"])
         image.load()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError, EOFError) as exc:
+    except _UNDECODABLE as exc:
         raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
     return image
 
