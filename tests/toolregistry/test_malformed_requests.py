@@ -8,6 +8,8 @@ from toolregistry.models import ApprovalGrant, ToolCall
 
 DEEP = "[" * 5000 + "]" * 5000
 SURROGATE = '"\\ud800"'
+# Python's decoder accepts these; none is JSON, and PostgreSQL's JSON columns refuse them.
+NOT_JSON_NUMBERS = ("NaN", "Infinity", "-Infinity", "1e999", "-1e999")
 
 
 def body_cases(session: str, account: str) -> list[tuple[str, str]]:
@@ -27,6 +29,11 @@ def body_cases(session: str, account: str) -> list[tuple[str, str]]:
         (f"sessions/{session}/messages", '{"id": %s, "text": "x"}' % SURROGATE),
         (f"sessions/{session}/messages", '{"id": "m1", "text": %s}' % SURROGATE),
         (f"sessions/{session}/messages", DEEP),
+        *((f"sessions/{session}/messages", '{"id": "m1", "text": %s}' % n) for n in NOT_JSON_NUMBERS),
+        *((f"{tools}/arkme_context/execute", '{"arguments": {"a": %s}}' % n) for n in NOT_JSON_NUMBERS),
+        *((f"{tools}/arkme_group_member_candidates/execute", '{"arguments": {"source_ref": "x", "limit": %s}}' % n)
+          for n in NOT_JSON_NUMBERS),
+        *(("sessions", '{"account": "%s", "profile": %s}' % (account, n)) for n in NOT_JSON_NUMBERS),
     ]
 
 

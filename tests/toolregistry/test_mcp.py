@@ -343,6 +343,9 @@ def test_hostile_bodies_are_refused_and_write_nothing(dsh, session, version, fig
         (call % (meta, APPROVE, '{"arkme_id": "abcdefgh"}'))[:-2] + ', "requestState": %s}}' % SURROGATE,
         '{"jsonrpc": "2.0", "id": 1, "method": %s}' % SURROGATE,
         DEEP,
+        # Not JSON, though Python's decoder accepts them.
+        *(call % (meta, "arkme_context", '{"a": %s}' % n) for n in ("NaN", "Infinity", "-Infinity", "1e999")),
+        *(call % (meta, APPROVE, '{"arkme_id": %s}' % n) for n in ("NaN", "1e999")),
     ]
     for body in bodies:
         response = dsh.api.generic("POST", client.path, body.encode(), content_type="application/json", headers=head)

@@ -1,13 +1,16 @@
 """Request parsers that refuse what the views must never see.
 
-JSON: no nesting deeper than ``MAX_DEPTH`` and no string (key or value) holding a lone UTF-16
-surrogate, which no database, digest or log line can encode. Multipart: the body must end
+JSON: only JSON (no ``NaN`` or ``Infinity``, which Python's decoder accepts, and no number too
+large for a float, which it turns into infinity: none is JSON, and PostgreSQL's JSON columns
+refuse them), no nesting deeper than ``MAX_DEPTH`` and no string (key or value) holding a lone
+UTF-16 surrogate, which no database, digest or log line can encode. Multipart: the body must end
 with its closing boundary; a body cut off mid-file would otherwise be recorded with the
 file silently dropped.
 """
 from __future__ import annotations
 
 import json
+import math
 from typing import IO, Any, Mapping
 
 from rest_framework.exceptions import ParseError
@@ -34,10 +37,21 @@ def _check(value: Any, depth: int = 0) -> None:
             _check(item, depth + 1)
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(literal: str) -> float:
+    number = float(literal)
+    if not math.isfinite(number):  # 1e999 and the like
+        raise ValueError("a number out of range")
+    return number
+
+
 def loads_strict(raw: bytes) -> Any:
     """The body as JSON, or ``ParseError``: not JSON, too deep, or not valid Unicode."""
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), parse_constant=_not_json, parse_float=_finite)
     except (ValueError, RecursionError) as exc:
         # RecursionError: a body nested thousands of levels deep.
         raise ParseError("The request body is not valid JSON.") from exc
