@@ -23,6 +23,7 @@ from django.db import connection
 from django.http import HttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.http import parse_etags
 from jsonschema import Draft202012Validator
 from rest_framework.views import APIView
 
@@ -140,7 +141,8 @@ class FloorSessionView(APIView):
             return _error(404)
         toolset = _toolset(row)
         etag = f'"{toolset.revision}"'
-        if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
+        tags = parse_etags(request.headers.get("If-None-Match", ""))
+        if tags == ["*"] or etag in [tag.removeprefix("W/") for tag in tags]:
             response = HttpResponse(status=304)
         else:
             head = _json({"session": row[1], "profile": row[2]})[:-1].decode()

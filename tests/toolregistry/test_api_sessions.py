@@ -122,6 +122,24 @@ def test_session_view_etag_and_304(dsh, world):
     assert dsh.get(f"sessions/{session}", HTTP_IF_NONE_MATCH='"other"').status_code == 200
 
 
+@pytest.mark.parametrize("header, status", [
+    ('W/{etag}', 304),                 # If-None-Match compares weakly (RFC 9110, 13.1.2)
+    ('"a", W/{etag}, "b"', 304),
+    ('"a",{etag}', 304),
+    ("*", 304),                        # any current representation
+    ('W/"other"', 200),
+    ('{etag}x', 200),                  # not a list of entity tags: compared with nothing
+    ("", 200),
+])
+def test_if_none_match_as_http_compares_it(dsh, world, header, status):
+    session = dsh.open_session(world.alice)["session"]
+    etag = dsh.get(f"sessions/{session}")["ETag"]
+    response = dsh.get(f"sessions/{session}", HTTP_IF_NONE_MATCH=header.format(etag=etag))
+    assert response.status_code == status
+    if status == 304:
+        assert response["ETag"] == etag and response.content == b""
+
+
 def test_mount_and_dispose_attachments(dsh, world):
     view = dsh.open_session(world.alice)
     session = view["session"]

@@ -6,6 +6,7 @@ from typing import Any, cast
 
 from django.db import transaction
 from django.http import HttpResponse, HttpResponseNotModified
+from django.utils.http import parse_etags
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -112,13 +113,25 @@ class SessionsApi(APIView):
         return session_response(session, status=status.HTTP_201_CREATED)
 
 
+def not_modified_since(etag: str, if_none_match: str) -> bool:
+    """``If-None-Match`` as HTTP compares it (RFC 9110, 13.1.2): weakly, so ``W/"r"`` matches
+    ``"r"``, and ``*`` matches the session view, which always exists when it is answered."""
+    if not if_none_match:
+        return False
+    tags = parse_etags(if_none_match)
+    return tags == ["*"] or etag in [tag.removeprefix("W/") for tag in tags]
+
+
 class SessionApi(APIView):
     # The session comes from the authentication's one statement (see DshClientAuthentication).
     session_bound = True
 
     @extend_schema(
         operation_id="session_view",
-        parameters=[OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER, required=False)],
+        parameters=[OpenApiParameter(
+            "If-None-Match", str, OpenApiParameter.HEADER, required=False,
+            description="ETags from earlier answers; compared weakly (`W/\"r\"` matches `\"r\"`), and `*` "
+                        "matches any current view. A match is `304` with the ETag and no body.")],
         responses={200: s.SessionView, 304: OpenApiResponse(description="Not modified."), **errors(404)},
         summary="The session's tools and prompt, with an ETag",
     )
@@ -126,7 +139,7 @@ class SessionApi(APIView):
         agent_session = request_session(request)
         toolset = session_toolset(agent_session)
         etag = f'"{toolset.revision}"'
-        if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
+        if not_modified_since(etag, request.headers.get("If-None-Match", "")):
             # A bodiless answer: Django's own skips DRF's rendering of nothing.
             not_modified = HttpResponseNotModified()
             not_modified["ETag"] = etag
