@@ -2,7 +2,6 @@
 OpenAPI schema; no case may produce a server error or a response outside the schema."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
 
 import pytest
@@ -14,6 +13,7 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from arkme.wsgi import application
 from tests.support.dsh import make_dsh
+from tests.support.wsgi import requests_keep_the_connection
 from toolregistry.catalog import CATALOG
 
 pytestmark = pytest.mark.django_db
@@ -25,23 +25,6 @@ TOOL_NAMES = [module.METADATA.name for module in CATALOG.modules]
 def _pick(case, choices):
     digest = hashlib.sha256(repr((case.body, case.path_parameters, case.query)).encode()).digest()
     return choices[digest[0] % len(choices)] if digest[1] % 4 else None  # a quarter stay fully random
-
-
-@contextlib.contextmanager
-def requests_keep_the_connection():
-    """Like Django's test client: a request must not close the test's connection when it ends.
-    (The test client reconnects this handler after each of its own requests, so this wraps only
-    the fuzzing.)"""
-    from django.core.signals import request_finished, request_started
-    from django.db import close_old_connections
-
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    try:
-        yield
-    finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
 
 
 def test_no_server_errors_and_responses_match_the_schema(figures, world, settings):

@@ -80,6 +80,12 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "the error envelope.",
         "approval_declined (403): over MCP, the human declined the approval elicitation; nothing ran.",
         "The audit records the surface (rest or mcp) of every tool call.",
+        "A JSON body is JSON as RFC 8259 defines it: NaN, Infinity and numbers beyond a double's range "
+        "are 400 malformed_request.",
+        "If-None-Match on GET sessions/{s} compares entity tags weakly (W/\"r\" matches \"r\"), and * "
+        "matches any current view.",
+        "A request body may come with Content-Length or in chunks (Transfer-Encoding: chunked); the "
+        "limits are the same.",
     ]
     result.setdefault("paths", {})[MCP_PATH] = _mcp_path()
     _message_body_alternatives(result)

@@ -1,0 +1,66 @@
+"""Under a real gunicorn, a request body sent in chunks (no Content-Length) is read whole."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.live import free_port, wait_until_listening
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def served(tmp_path):
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'arkme.sqlite3'}", "DJANGO_DEBUG": "",
+           "DJANGO_SECRET_KEY": "chunked-test", "DJANGO_SECURE_COOKIES": "0", "CELERY_BROKER_URL": "",
+           "ARKME_MEDIA_ROOT": str(tmp_path / "media"), "ARKME_WORKSPACE_ROOT": str(tmp_path / "workspaces")}
+    for args in (("migrate", "--noinput", "-v0"), ("arkme_demo", "--json", "--force")):
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True, check=True)
+    world = json.loads(done.stdout)
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "arkme.wsgi", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
+         "--workers", "1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_until_listening(port, process, lambda: "gunicorn did not start", seconds=15)
+    yield port, world
+    process.terminate()
+    process.wait(timeout=15)
+
+
+def chunked(port: int, path: str, pieces: list[bytes], headers: dict[str, str]) -> tuple[int, dict]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("POST", path, iter(pieces), headers, encode_chunked=True)
+    response = connection.getresponse()
+    raw = response.read()
+    connection.close()
+    return response.status, json.loads(raw)
+
+
+def test_chunked_bodies_reach_the_api_and_the_mcp_endpoint(served):
+    port, world = served
+    auth = {"Authorization": f"Bearer {world['dsh_key']}", "Content-Type": "application/json"}
+    status, opened = chunked(port, "/dsh/v1/sessions",
+                             [b'{"account": ', json.dumps(world["accounts"]["alice"]).encode(), b"}"], auth)
+    assert status == 201, opened
+    session = opened["session"]
+    status, body = chunked(port, f"/dsh/v1/sessions/{session}/tools/arkme_context/execute",
+                           [b'{"argu', b'ments": {}}'], auth)
+    assert status == 200 and body["result"]["account"]["display_name"]
+    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}
+    raw = json.dumps(message).encode()
+    status, body = chunked(port, f"/dsh/v1/sessions/{session}/mcp", [raw[:10], raw[10:]], {
+        **auth, "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/list"})
+    assert status == 200 and body["id"] == 7
+    assert "arkme_context" in [tool["name"] for tool in body["result"]["tools"]]
+    status, body = chunked(port, f"/dsh/v1/sessions/{session}/messages",
+                           [b'{"id": "m1", "text": "', b"x" * (2 * 1024 * 1024), b'"}'], auth)
+    assert status == 413 and body["error"]["code"] == "payload_too_large"
