@@ -48,7 +48,7 @@ def tool_context(session: AgentSession) -> ToolContext:
 
 def approval_card(session: AgentSession, tool: CompiledTool, arguments: Any) -> ApprovalCard:
     """The card a human approves for this exact call; raises the call's error when it cannot run."""
-    validate_arguments(tool.validator, arguments)
+    arguments = validate_arguments(tool.validator, arguments)
     describe = tool.definition.describe_approval
     if describe is None:  # the catalog check (E014) refuses such a catalog at start-up
         raise ImproperlyConfigured(f"{tool.metadata.name} has no approval card")
@@ -141,7 +141,7 @@ def _execute(*, client: DshClient, session: AgentSession, name: str, arguments: 
         try:
             tool = visible_tool(session, name)
             tool_id, tool_label = tool.metadata.id, tool.metadata.name
-            validate_arguments(tool.validator, arguments)
+            arguments = validate_arguments(tool.validator, arguments)
             if idempotency_key:
                 record, result = idempotency_claim(
                     client=client, session=session, key=idempotency_key, tool_name=tool.metadata.name,

@@ -270,6 +270,17 @@ def test_attachment_indices(gs):
     assert gs.prepare(source="attachments", attachment_indices=[1]).status_code == 200
 
 
+def test_an_integral_number_written_as_a_float_is_that_integer(gs):
+    """JSON has one number type, and JSON Schema's integer accepts 1.0: it is index 1."""
+    gs.say("", files=[("a.png", images.png()), ("notes.txt", b"text")])
+    assert error(gs.prepare(source="attachments", attachment_indices=[2.0]), 422)["details"]["fields"] == [
+        "attachment_indices[0]"]
+    assert error(gs.prepare(source="attachments", attachment_indices=[1.5]), 400)["details"]["fields"] == [
+        "attachment_indices[0]"]
+    body = result(gs.prepare(source="attachments", attachment_indices=[1.0]))
+    assert [i["index"] for i in body["images"]] == [1]
+
+
 def test_no_captured_images_is_refused(gs):
     assert error(gs.prepare(source="attachments"), 422)["code"] == "no_captured_images"
     gs.say("text only")

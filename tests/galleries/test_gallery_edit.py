@@ -35,6 +35,18 @@ def test_reorder_applies_the_permutation(gs, filled):
     assert gallery["revision"] == revision + 1
 
 
+def test_an_approval_binds_the_number_not_how_it_was_written(gs, filled):
+    """revision 4.0 and revision 4 are one JSON number: asked with one, run with the other."""
+    items, revision = filled
+    arguments = {"extension": gs.extension, "order": list(reversed(items))}
+    decision = gs.dsh.pre_execute(gs.session, "arkme_extension_preview_reorder",
+                                  {**arguments, "revision": float(revision)}).json()
+    assert decision["decision"] == "ask"
+    response = gs.dsh.execute(gs.session, "arkme_extension_preview_reorder", {**arguments, "revision": revision},
+                              approval=decision["approval"])
+    assert response.status_code == 200 and response.json()["result"]["gallery"]["revision"] == revision + 1
+
+
 @pytest.mark.parametrize("tool,key", [("arkme_extension_preview_delete", "items"),
                                       ("arkme_extension_preview_reorder", "order")])
 def test_stale_revision_is_409(gs, filled, tool, key):

@@ -51,7 +51,15 @@ def test_limit_and_truncated(candidates):
     assert candidates("approval-group", limit=3)["truncated"] is False
 
 
+def test_an_integral_limit_written_as_a_float_is_that_integer(candidates):
+    """JSON has one number type, and JSON Schema's integer accepts 2.0: it is the limit 2."""
+    as_float, as_int = candidates("approval-group", limit=2.0), candidates("approval-group", limit=2)
+    assert names(as_float) == names(as_int) and len(names(as_float)) == 2
+    assert as_float["truncated"] is as_int["truncated"] is True
+
+
 @pytest.mark.parametrize("arguments,field", [({"limit": 0}, "limit"), ({"limit": 101}, "limit"),
+                                             ({"limit": 2.5}, "limit"),
                                              ({"query": "x" * 101}, "query"), ({"other": 1}, "other")])
 def test_bad_arguments_are_400(dsh, session, refs, arguments, field):
     response = dsh.execute(session, "arkme_group_member_candidates", {"source_ref": refs["open-group"], **arguments})

@@ -357,3 +357,10 @@ def test_hostile_bodies_are_refused_and_write_nothing(dsh, session, version, fig
             assert message["error"]["code"] in (-32700, -32600, -32602, -32020), message
         figures.add("hostile_requests_refused")
     assert not ApprovalGrant.objects.exists() and not ToolCall.objects.exists() and not Message.objects.exists()
+
+
+def test_an_integral_number_written_as_a_float_is_that_integer(mcp, refs):
+    """As over REST: JSON Schema's integer accepts 2.0, and the tool gets the integer 2."""
+    result = mcp.call("arkme_group_member_candidates", {"source_ref": refs["approval-group"], "limit": 2.0})
+    assert result["isError"] is False and len(result["structuredContent"]["candidates"]) == 2
+    assert result["structuredContent"]["truncated"] is True

@@ -84,6 +84,8 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "are 400 malformed_request.",
         "If-None-Match on GET sessions/{s} compares entity tags weakly (W/\"r\" matches \"r\"), and * "
         "matches any current view.",
+        "An integral number is that integer wherever a tool takes one (JSON Schema's integer accepts "
+        "2.0); an approval binds the number, not how it was written.",
         "A request body may come with Content-Length or in chunks (Transfer-Encoding: chunked); the "
         "limits are the same.",
     ]
