@@ -24,7 +24,8 @@ def message_record(*, session: AgentSession, message_id: str, text: str,
     transaction (no connection waits idle in a transaction during an upload); a failure on
     either side removes what was uploaded and leaves nothing."""
     if len(attachments) > settings.ARKME_MESSAGE_MAX_ATTACHMENTS:
-        raise InvalidRequest("Too many attachments.", code=ErrorCode.TOO_MANY_ATTACHMENTS,
+        raise InvalidRequest(f"A message may have at most {settings.ARKME_MESSAGE_MAX_ATTACHMENTS} attachments.",
+                             code=ErrorCode.TOO_MANY_ATTACHMENTS,
                              details={"fields": ["attachments"]})
     if Message.objects.filter(session=session, message_id=message_id).exists():
         raise _duplicate()

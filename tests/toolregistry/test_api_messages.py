@@ -89,6 +89,31 @@ def test_unknown_file_field_is_400(dsh, session):
     assert Message.objects.count() == 0
 
 
+@pytest.mark.parametrize("data, field", [
+    ({"id": "m1", "attachments": "aGVsbG8="}, "attachments"),                  # a file sent as text
+    ({"id": "m1", "attachments": ["text", upload("a.png", b"a")]}, "attachments"),
+    ({"id": ["m1", "m2"]}, "id"),                                               # which one?
+    ({"id": "m1", "text": ["a", "b"]}, "text"),
+])
+def test_what_multipart_would_drop_or_pick_from_is_400_by_name(dsh, session, data, field):
+    response = post_multipart(dsh, session, data)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["details"]["fields"] == [field]
+    assert not Message.objects.exists() and not CapturedAttachment.objects.exists()
+
+
+def test_more_attachments_than_a_message_may_have_is_400_too_many_attachments(dsh, session, settings):
+    files = [upload(f"{i}.png", b"x") for i in range(settings.ARKME_MESSAGE_MAX_ATTACHMENTS + 1)]
+    response = post_multipart(dsh, session, {"id": "m1", "attachments": files})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "too_many_attachments" and error["details"]["fields"] == ["attachments"]
+    assert str(settings.ARKME_MESSAGE_MAX_ATTACHMENTS) in error["message"]
+    assert not Message.objects.exists() and not CapturedAttachment.objects.exists()
+    files = [upload(f"{i}.png", b"x") for i in range(settings.ARKME_MESSAGE_MAX_ATTACHMENTS)]
+    assert post_multipart(dsh, session, {"id": "m1", "attachments": files}).status_code == 201
+
+
 def test_storage_failure_is_503_and_leaves_nothing(dsh, session, monkeypatch):
     from arkme.conversations import messages
     from arkme.kernel.storage import LocalObjectStore

@@ -4,7 +4,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation, TooManyFilesSent
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions as drf
@@ -70,6 +71,11 @@ def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return envelope(ErrorCode.THROTTLED, "Too many requests.", 429)
     if isinstance(exc, RequestDataTooBig):
         return envelope(ErrorCode.PAYLOAD_TOO_LARGE, "The request body is too large.", 413)
+    if isinstance(exc, TooManyFilesSent):
+        # Django counts the files while it parses, before the message's own check can.
+        return envelope(ErrorCode.TOO_MANY_ATTACHMENTS,
+                        f"A message may have at most {settings.ARKME_MESSAGE_MAX_ATTACHMENTS} attachments.", 400,
+                        {"fields": ["attachments"]})
     if isinstance(exc, SuspiciousOperation):
         return envelope(ErrorCode.INVALID_REQUEST, "The request is malformed.", 400)
     if isinstance(exc, drf.APIException):

@@ -9,6 +9,7 @@ from django.http import HttpResponse, HttpResponseNotModified
 from django.utils.http import parse_etags
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -167,6 +168,23 @@ class AttachmentsPhaseApi(APIView):
         return session_response(agent_session)
 
 
+def _multipart_fields(request: Request) -> dict[str, Any]:
+    """A multipart message as the serializer reads it. Files come only from file parts named
+    ``attachments``. What would otherwise be dropped or picked from is refused by name: a text
+    part named ``attachments`` (a file sent as text), a file under another name, and a field
+    sent more than once."""
+    fields, files = request.POST, request.FILES
+    refused = {name: ["Sent more than once."] for name in fields if len(fields.getlist(name)) > 1}
+    if "attachments" in fields:
+        refused["attachments"] = ["Attachments must be file parts."]
+    refused.update({name: ["Only attachments may be files."] for name in files if name != "attachments"})
+    if refused:
+        raise ValidationError(refused)
+    payload: dict[str, Any] = {name: fields.get(name) for name in fields}
+    payload["attachments"] = files.getlist("attachments")
+    return payload
+
+
 class MessagesApi(APIView):
     # The session comes from the authentication's one statement (see DshClientAuthentication).
     session_bound = True
@@ -180,13 +198,7 @@ class MessagesApi(APIView):
     )
     def post(self, request: Request, session: str) -> Response:
         agent_session = request_session(request)
-        if request.content_type.startswith("multipart/"):
-            payload = {key: request.data.get(key) for key in request.data if key != "attachments"}
-            payload["attachments"] = request.FILES.getlist("attachments")
-            unknown_files = set(request.FILES) - {"attachments"}
-            payload.update({name: None for name in unknown_files})
-        else:
-            payload = request.data
+        payload = _multipart_fields(request) if request.content_type.startswith("multipart/") else request.data
         serializer = s.MessageRequest(data=payload)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
