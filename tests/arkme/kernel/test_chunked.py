@@ -72,7 +72,10 @@ def test_a_body_past_the_limit_is_cut_one_byte_past_it(settings):
 
 
 @pytest.fixture
-def served():
+def served(dsh, session):
+    """After the fixtures' own requests: Django's test client connects the connection clean-up
+    again when each of its requests ends, and on PostgreSQL that would close the connection
+    holding the test's transaction at the next direct call."""
     with requests_keep_the_connection():
         yield
 
