@@ -114,7 +114,7 @@ class SessionsApi(APIView):
         return session_response(session, status=status.HTTP_201_CREATED)
 
 
-def not_modified_since(etag: str, if_none_match: str) -> bool:
+def _etag_matches(etag: str, if_none_match: str) -> bool:
     """``If-None-Match`` as HTTP compares it (RFC 9110, 13.1.2): weakly, so ``W/"r"`` matches
     ``"r"``, and ``*`` matches the session view, which always exists when it is answered."""
     if not if_none_match:
@@ -140,7 +140,7 @@ class SessionApi(APIView):
         agent_session = request_session(request)
         toolset = session_toolset(agent_session)
         etag = f'"{toolset.revision}"'
-        if not_modified_since(etag, request.headers.get("If-None-Match", "")):
+        if _etag_matches(etag, request.headers.get("If-None-Match", "")):
             # A bodiless answer: Django's own skips DRF's rendering of nothing.
             not_modified = HttpResponseNotModified()
             not_modified["ETag"] = etag
