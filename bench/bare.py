@@ -21,6 +21,7 @@ from arkme.kernel.logs import current_request_id
 from arkme.kernel.sql import hot_cursor
 from groups.refs import candidate_ref_maker, read_source_ref
 from groups.selectors import _group_for_member_sql, candidate_chats
+from toolregistry.arguments import integral_numbers
 from toolregistry.tools.business.arkme_group_member_candidates import INPUT_SCHEMA
 
 from .web_floors import _session as floor_session
@@ -52,6 +53,7 @@ class FloorCandidatesView(APIView):
         arguments = request.data["arguments"]
         if not _VALIDATOR.is_valid(arguments):
             return Response({}, status=400)
+        arguments = integral_numbers(arguments)  # the product's validation hands the tool ints
         account = AccountKey(row[8], row[9])
         group_id = read_source_ref(arguments["source_ref"], account_public_id=account.public_id)
         with hot_cursor() as cursor:

@@ -35,7 +35,7 @@ from arkme.kernel.signing import ref_signer
 from arkme.kernel.sql import hot_cursor
 from galleries.models import Blob, Extension, Gallery, GalleryItem
 from groups.models import Group, Membership
-from toolregistry.arguments import arguments_digest
+from toolregistry.arguments import arguments_digest, integral_numbers
 from toolregistry.metadata import Phase
 from toolregistry.models import IdempotencyRecord, ToolCall
 from toolregistry.registrar import registrar
@@ -190,6 +190,7 @@ class FloorContextView(APIView):
         arguments = json.loads(request.body or b"{}").get("arguments")
         if not _CONTEXT_ARGUMENTS.is_valid(arguments):
             return _error(400)
+        arguments = integral_numbers(arguments)  # the product's validation hands the tool ints
         key = request.headers.get("Idempotency-Key")
         with hot_cursor() as cursor:
             claim = None
