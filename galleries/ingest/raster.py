@@ -284,13 +284,16 @@ def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
     pyvips = _pyvips()
     try:
         # An upright image streams from decoder to encoder a strip at a time; a turn reads
-        # the decoded image out of order, so it is decoded whole first. A truncated image is
-        # refused, as Pillow refuses it, rather than filled in with grey.
+        # the decoded image out of order, so it is decoded whole first, in one sequential pass
+        # into memory: libvips' random-access load holds more beside the pixels (2 MiB more
+        # for a 12 Mpx JPEG, at the same speed). A truncated image is refused, as Pillow
+        # refuses it, rather than filled in with grey.
         # The loader is the one for the format the bytes were sniffed as: libvips never picks
         # another for them.
-        access = "sequential" if orientation == 1 else "random"
         load = getattr(pyvips.Image, f"{fmt}load_buffer")  # jpegload_buffer, webpload_buffer, pngload_buffer
-        image = load(data, access=access, fail_on="truncated")
+        image = load(data, access="sequential", fail_on="truncated")
+        if orientation != 1:
+            image = image.copy_memory()
         image = _vips_upright(image, orientation)
     except pyvips.Error as exc:
         raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field) from exc
