@@ -86,8 +86,9 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "matches any current view.",
         "An integral number is that integer wherever a tool takes one (JSON Schema's integer accepts "
         "2.0); an approval binds the number, not how it was written.",
-        "A request body may come with Content-Length or in chunks (Transfer-Encoding: chunked); the "
-        "limits are the same.",
+        "A request body may come with Content-Length or in chunks (Transfer-Encoding: chunked) where "
+        "the server decodes chunks, as gunicorn does in production (not Django's development server); "
+        "the limits are the same.",
     ]
     result.setdefault("paths", {})[MCP_PATH] = _mcp_path()
     _message_body_alternatives(result)
