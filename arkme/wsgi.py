@@ -1,7 +1,13 @@
 """WSGI entry point (gunicorn arkme.wsgi)."""
 import os
 
-from django.core.wsgi import get_wsgi_application
+from arkme.kernel.native_memory import limit_malloc_arenas
+
+# Before any thread of the worker allocates: threads then share one arena, so what libvips'
+# decoder frees is there for its encoder (arkme.kernel.native_memory).
+limit_malloc_arenas()
+
+from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arkme.settings")
 django_application = get_wsgi_application()

@@ -37,6 +37,7 @@ from PIL import ExifTags, Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from arkme.kernel.errors import ContentRejected, ErrorCode
 from arkme.kernel.metrics import IMAGES_REFUSED
+from arkme.kernel.native_memory import limit_malloc_arenas
 from arkme.kernel.text import size_text
 
 from .png_stream import PNG_SIGNATURE, joined_parts, png_image_parts, png_metadata_only
@@ -253,6 +254,8 @@ def _check_profile(icc: bytes, mode: str, field: str | None) -> None:
 def _pyvips() -> ModuleType:
     """libvips, started in the process that first processes a photograph: a Celery parent
     that forks its children never starts it, and no child inherits its threads."""
+    # Before libvips' first thread: what its decoder frees, its encoder may then reuse.
+    limit_malloc_arenas()
     import pyvips
 
     # libvips keeps recent operations and their pixels for reuse; an upload is never
@@ -289,9 +292,10 @@ def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
         # for a 12 Mpx JPEG, at the same speed). A truncated image is refused, as Pillow
         # refuses it, rather than filled in with grey.
         # The loader is the one for the format the bytes were sniffed as: libvips never picks
-        # another for them.
-        load = getattr(pyvips.Image, f"{fmt}load_buffer")  # jpegload_buffer, webpload_buffer, pngload_buffer
-        image = load(data, access="sequential", fail_on="truncated")
+        # another for them. It reads them where they are: a loader given a buffer copies it
+        # first, and that copy sat beside the decoded image.
+        load = getattr(pyvips.Image, f"{fmt}load_source")  # jpegload_source, webpload_source, pngload_source
+        image = load(pyvips.Source.new_from_memory(data), access="sequential", fail_on="truncated")
         if orientation != 1:
             image = image.copy_memory()
         image = _vips_upright(image, orientation)

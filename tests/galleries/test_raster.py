@@ -345,6 +345,25 @@ def test_a_photograph_profile_is_applied_and_dropped():
         assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < 12
 
 
+@pytest.mark.parametrize("fmt", ["JPEG", "WEBP", "PNG"])
+def test_libvips_decodes_the_bytes_where_they_are_not_a_copy(monkeypatch, fmt):
+    """A loader handed a buffer copies it first, and the copy sat beside the decoded image;
+    a memory source reads the caller's bytes."""
+    pyvips = raster._pyvips()
+
+    def copies(*args, **kwargs):
+        raise AssertionError("a buffer loader copies the source")
+
+    for name in ("jpegload_buffer", "webpload_buffer", "pngload_buffer", "new_from_buffer"):
+        monkeypatch.setattr(pyvips.Image, name, copies)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    out = io.BytesIO()
+    _quadrants().save(out, fmt, exif=exif.tobytes())
+    clean, width, height = process_raster(out.getvalue(), fmt.lower())
+    assert (width, height) == Image.open(io.BytesIO(clean)).size == _quadrants().size[::-1]
+
+
 def test_libvips_keeps_no_decoded_image_after_a_call():
     from galleries.ingest.raster import _pyvips
 
