@@ -34,6 +34,13 @@ def body_cases(session: str, account: str) -> list[tuple[str, str]]:
         *((f"{tools}/arkme_group_member_candidates/execute", '{"arguments": {"source_ref": "x", "limit": %s}}' % n)
           for n in NOT_JSON_NUMBERS),
         *(("sessions", '{"account": "%s", "profile": %s}' % (account, n)) for n in NOT_JSON_NUMBERS),
+        # A key named twice: decoders differ on which value wins.
+        ("sessions", '{"account": "%s", "account": "%s"}' % (account, account)),
+        (f"sessions/{session}/messages", '{"id": "m1", "text": "确认", "text": "no"}'),
+        (f"{tools}/arkme_context/execute", '{"arguments": {}, "arguments": {}}'),
+        (f"{tools}/arkme_id_change/pre-execute", '{"arguments": {"arkme_id": "abcdef", "arkme_id": "ghijkl"}}'),
+        (f"{tools}/arkme_id_change/execute",
+         '{"arguments": {"arkme_id": "abcdef"}, "approval": "x", "approval": "y"}'),
     ]
 
 
@@ -45,6 +52,16 @@ def test_every_malformed_json_body_is_a_400_that_writes_nothing(dsh, session, wo
         assert response.json()["error"]["code"] in {"malformed_request", "invalid_request", "invalid_arguments"}
         figures.add("hostile_requests_refused")
     assert Message.objects.count() == 0 and ApprovalGrant.objects.count() == 0 and ToolCall.objects.count() == 0
+
+
+def test_a_key_named_twice_is_refused_without_echoing_the_key(dsh, session):
+    body = '{"arguments": {"arkme_id": "abcdef", "arkme_id": "ghijkl"}}'
+    response = dsh.api.post(dsh.url(f"sessions/{session}/tools/arkme_id_change/pre-execute"), body,
+                            content_type="application/json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "malformed_request" and "arkme_id" not in response.content.decode()
+    assert not ApprovalGrant.objects.exists()
 
 
 def test_a_surrogate_in_the_idempotency_key_or_the_path_is_refused(dsh, session):

@@ -346,6 +346,9 @@ def test_hostile_bodies_are_refused_and_write_nothing(dsh, session, version, fig
         # Not JSON, though Python's decoder accepts them.
         *(call % (meta, "arkme_context", '{"a": %s}' % n) for n in ("NaN", "Infinity", "-Infinity", "1e999")),
         *(call % (meta, APPROVE, '{"arkme_id": %s}' % n) for n in ("NaN", "1e999")),
+        # A key named twice, in the arguments or in the message around them.
+        call % (meta, APPROVE, '{"arkme_id": "abcdefgh", "arkme_id": "zzzzzzzz"}'),
+        (call % (meta, APPROVE, '{"arkme_id": "abcdefgh"}')).replace('"name": ', '"name": "arkme_context", "name": '),
     ]
     for body in bodies:
         response = dsh.api.generic("POST", client.path, body.encode(), content_type="application/json", headers=head)

@@ -2,8 +2,10 @@
 
 JSON: only JSON (no ``NaN`` or ``Infinity``, which Python's decoder accepts, and no number too
 large for a float, which it turns into infinity: none is JSON, and PostgreSQL's JSON columns
-refuse them), no nesting deeper than ``MAX_DEPTH`` and no string (key or value) holding a lone
-UTF-16 surrogate, which no database, digest or log line can encode. Multipart: the body must end
+refuse them), no object naming a key twice (decoders differ on which value wins, so a host
+could show the human one value while the call ran with the other, and an approval is bound to
+the exact arguments), no nesting deeper than ``MAX_DEPTH`` and no string (key or value)
+holding a lone UTF-16 surrogate, which no database, digest or log line can encode. Multipart: the body must end
 with its closing boundary; a body cut off mid-file would otherwise be recorded with the
 file silently dropped.
 """
@@ -48,10 +50,26 @@ def _finite(literal: str) -> float:
     return number
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise _RepeatedKey
+    return value
+
+
 def loads_strict(raw: bytes) -> Any:
-    """The body as JSON, or ``ParseError``: not JSON, too deep, or not valid Unicode."""
+    """The body as JSON, or ``ParseError``: not JSON, a key named twice in one object, too
+    deep, or not valid Unicode."""
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_not_json, parse_float=_finite)
+        data = json.loads(raw.decode("utf-8"), parse_constant=_not_json, parse_float=_finite,
+                          object_pairs_hook=_object)
+    except _RepeatedKey as exc:
+        # The key is not echoed: the message is shown to the model, the key is anyone's text.
+        raise ParseError("The request body names the same key twice in one object.") from exc
     except (ValueError, RecursionError) as exc:
         # RecursionError: a body nested thousands of levels deep.
         raise ParseError("The request body is not valid JSON.") from exc

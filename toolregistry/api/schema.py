@@ -82,6 +82,9 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "The audit records the surface (rest or mcp) of every tool call.",
         "A JSON body is JSON as RFC 8259 defines it: NaN, Infinity and numbers beyond a double's range "
         "are 400 malformed_request.",
+        "An object in a JSON body names each key once (I-JSON, RFC 7493): decoders differ on which of "
+        "two values wins, and an approval is bound to the exact arguments; a repeated key is 400 "
+        "malformed_request (over MCP, a JSON-RPC parse error).",
         "If-None-Match on GET sessions/{s} compares entity tags weakly (W/\"r\" matches \"r\"), and * "
         "matches any current view.",
         "An integral number is that integer wherever a tool takes one (JSON Schema's integer accepts "
