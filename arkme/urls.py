@@ -10,14 +10,15 @@ admin.site.site_title = "Arkme tool registry"
 # The service has no public site to view: the link would lead to a 404.
 admin.site.site_url = None
 
+# The machine paths first: every DSH call is resolved, and patterns are tried in order.
 urlpatterns = [
+    path("dsh/v1/", include("toolregistry.api.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", ReadinessView.as_view(), name="readyz"),
     path("metrics", metrics_view, name="metrics"),
     path("admin/dashboard/", admin.site.admin_view(dashboard), name="arkme_dashboard"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("dsh/v1/", include("toolregistry.api.urls")),
     path("groups/", include("groups.urls")),
 ]
 

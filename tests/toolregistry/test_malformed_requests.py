@@ -116,3 +116,32 @@ def test_a_call_body_is_answered_as_the_serializer_answers_it(dsh, session, body
     assert fast.status_code == slow.status_code
     if fast.status_code >= 400:
         assert fast.json() == slow.json()
+
+
+def test_the_json_rules_hold_however_a_body_is_written():
+    """The walk for depth and lone surrogates runs only where the raw body could break a rule;
+    every body on either side of each rule is still answered as the rule says."""
+    from rest_framework.exceptions import ParseError
+
+    from toolregistry.api.parsers import MAX_DEPTH, loads_strict
+
+    nested = lambda n: b"[" * n + b"]" * n  # noqa: E731
+    accepted = [
+        nested(MAX_DEPTH + 1),  # the innermost list is at depth MAX_DEPTH
+        b"[" + b",".join([b"[]"] * (MAX_DEPTH * 2)) + b"]",  # many brackets, shallow
+        b'{"a": "\\uD83D\\uDE00"}',  # a surrogate pair is one character
+        b'{"a": "\\\\ud800"}',  # an escaped backslash, then text
+        '{"a": "确认 😀"}'.encode(),
+    ]
+    refused = [
+        nested(MAX_DEPTH + 2),
+        b'{"a": "\\ud800"}',
+        b'{"a": ["x", "\\uDFFF"]}',
+        b'{"\\udc00": 1}',
+        b'{"a": "\\uDE00\\uD83D"}',  # a pair in the wrong order is two lone surrogates
+        b"[" * 40 + b'"\\ud800"' + b"]" * 40,
+    ]
+    assert [loads_strict(body) is not None for body in accepted] == [True] * len(accepted)
+    for body in refused:
+        with pytest.raises(ParseError):
+            loads_strict(body)

@@ -1,19 +1,25 @@
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from . import mcp, views
 
 app_name = "dsh"
 
+# A session's routes share one prefix, matched once; the calls DSH makes most come first.
+# Every route ends where it is anchored, so their order changes what is tried, never what matches.
+session_patterns = [
+    path("tools/<str:name>/execute", views.ExecuteApi.as_view(), name="execute"),
+    path("mcp", mcp.session_mcp, name="mcp"),
+    path("tools/<str:name>/pre-execute", views.PreExecuteApi.as_view(), name="pre-execute"),
+    path("messages", views.MessagesApi.as_view(), name="messages"),
+    path("phases/attachments", views.AttachmentsPhaseApi.as_view(), name="attachments"),
+]
+
 urlpatterns = [
-    path("catalog", views.CatalogApi.as_view(), name="catalog"),
-    path("sessions", views.SessionsApi.as_view(), name="sessions"),
+    path("sessions/<str:session>/", include(session_patterns)),
     path("sessions/<str:session>", views.SessionApi.as_view(), name="session"),
-    path("sessions/<str:session>/phases/attachments", views.AttachmentsPhaseApi.as_view(), name="attachments"),
-    path("sessions/<str:session>/messages", views.MessagesApi.as_view(), name="messages"),
-    path("sessions/<str:session>/tools/<str:name>/pre-execute", views.PreExecuteApi.as_view(), name="pre-execute"),
-    path("sessions/<str:session>/tools/<str:name>/execute", views.ExecuteApi.as_view(), name="execute"),
-    path("sessions/<str:session>/mcp", mcp.session_mcp, name="mcp"),
+    path("sessions", views.SessionsApi.as_view(), name="sessions"),
+    path("catalog", views.CatalogApi.as_view(), name="catalog"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="dsh:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="dsh:schema"), name="redoc"),
