@@ -5,7 +5,8 @@ import functools
 import secrets
 from typing import Iterable
 
-from django.db import connection, transaction
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from arkme.kernel.errors import Conflict, ErrorCode, InvalidRequest, NotFound
@@ -33,14 +34,30 @@ def dsh_client_create(*, name: str, profiles: Iterable[str] = ()) -> tuple[DshCl
     unknown = [p for p in wanted if p not in Profile.__members__.values()]
     if unknown:
         raise InvalidRequest(f"Unknown profile: {', '.join(unknown)}.", code=ErrorCode.UNKNOWN_PROFILE)
+    name = _checked_name(name)
+    key = _new_key()
+    try:
+        # The unique name decides: two operators creating the same name at once get one client.
+        with transaction.atomic():
+            client = DshClient.objects.create(name=name, key_prefix=key[:10], key_hash=token_digest(key),
+                                              profiles=wanted)
+    except IntegrityError:
+        raise InvalidRequest("A client with that name exists.", code=ErrorCode.CLIENT_EXISTS) from None
+    return client, key
+
+
+def _checked_name(name: str) -> str:
+    """The name as stored, or ``400`` saying what is wrong with it: the field's own rules
+    (its length, printable characters), which the admin's form applies too."""
     name = name.strip()
     if not name:
         raise InvalidRequest("A client needs a name.")
-    if DshClient.objects.filter(name=name).exists():
-        raise InvalidRequest("A client with that name exists.", code=ErrorCode.CLIENT_EXISTS)
-    key = _new_key()
-    client = DshClient.objects.create(name=name, key_prefix=key[:10], key_hash=token_digest(key), profiles=wanted)
-    return client, key
+    try:
+        for validator in DshClient._meta.get_field("name").validators:
+            validator(name)
+    except ValidationError as exc:
+        raise InvalidRequest(" ".join(exc.messages)) from None
+    return name
 
 
 def dsh_client_rotate(*, name: str, reactivate: bool = False) -> tuple[DshClient, str]:

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from arkme.accounts.models import Account
 from arkme.kernel.ids import new_session_id
 
 
+def validate_printable(value: str) -> None:
+    """A name an operator reads in lists and logs: no tabs, line breaks or control characters."""
+    if not value.isprintable():
+        raise ValidationError("Use printable characters only: no tabs, line breaks or control characters.")
+
+
 class DshClient(models.Model):
     """An agent host allowed to call the DSH API. Only a hash of its key is stored."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[validate_printable])
     key_prefix = models.CharField(max_length=12, help_text="The key's first characters, to recognise it.")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     profiles = models.JSONField(

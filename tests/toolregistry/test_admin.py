@@ -38,6 +38,14 @@ def test_client_created_in_admin_shows_its_key_once(staff, db):
     assert client_for_key(key) == client
 
 
+def test_a_client_name_with_a_control_character_is_a_form_error_in_admin(staff, db):
+    from arkme.conversations.models import DshClient
+
+    response = staff.post("/admin/conversations/dshclient/add/", {"name": "tab\there", "profiles": "[]"})
+    assert response.status_code == 200 and "printable characters only" in response.content.decode()
+    assert not DshClient.objects.exists()
+
+
 def test_non_staff_is_turned_away(client, db):
     user = get_user_model().objects.create_user("plain", password="pw-123456")
     client.force_login(user)

@@ -51,6 +51,38 @@ def test_dsh_client_errors_are_clear():
         run("arkme_dsh_client", "revoke", "nobody")
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("name,why", [
+    ("x" * 101, "at most 100 characters"),
+    ("tab\tname", "printable"),
+    ("line\nbreak", "printable"),
+    ("bell\x07", "printable"),
+    ("   ", "needs a name"),
+])
+def test_a_client_name_the_field_cannot_hold_is_refused_by_what_is_wrong(name, why):
+    with pytest.raises(CommandError, match=why):
+        run("arkme_dsh_client", "create", name)
+    assert not DshClient.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_client_name_at_the_limit_is_kept_and_surrounding_space_dropped():
+    run("arkme_dsh_client", "create", " " + "名" * 100 + " ")
+    assert DshClient.objects.get().name == "名" * 100
+
+
+@pytest.mark.django_db
+def test_two_creates_of_one_name_at_once_make_one_client(monkeypatch):
+    """The unique name decides, not a check made before the insert."""
+    from django.db.models import QuerySet
+
+    run("arkme_dsh_client", "create", "host-a")
+    monkeypatch.setattr(QuerySet, "exists", lambda self: False)  # the other create looked first
+    with pytest.raises(CommandError, match="exists"):
+        run("arkme_dsh_client", "create", "host-a")
+    assert DshClient.objects.filter(name="host-a").count() == 1
+
+
 def test_catalog_list_is_a_table_per_profile_and_phases():
     core = run("arkme_catalog", "list", "--phases", "core")
     assert "arkme_context" in core and "arkme_id_change" in core
