@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from arkme.conversations.models import CapturedAttachment, Message
+from arkme.conversations.models import AgentSession, CapturedAttachment, Message
 from toolregistry.models import ApprovalGrant, ToolCall
 
 DEEP = "[" * 5000 + "]" * 5000
@@ -145,3 +145,27 @@ def test_the_json_rules_hold_however_a_body_is_written():
     for body in refused:
         with pytest.raises(ParseError):
             loads_strict(body)
+
+
+@pytest.mark.parametrize("value", [5, 5.0, True, [], {}], ids=["int", "float", "bool", "list", "object"])
+def test_a_field_the_contract_types_as_a_string_takes_only_a_string(dsh, session, world, value):
+    """DRF's CharField reads a number as its text: ``"id": 5`` and ``"id": "5"`` would be one
+    message. Each such field is a 400 naming it, and nothing is written."""
+    account = world.alice.public_id
+    cases = [
+        ("sessions", {"account": value}, "account"),
+        ("sessions", {"account": account, "profile": value}, "profile"),
+        ("sessions", {"account": account, "workspace": value}, "workspace"),
+        (f"sessions/{session}/messages", {"id": value, "text": "x"}, "id"),
+        (f"sessions/{session}/messages", {"id": "m1", "text": value}, "text"),
+        (f"sessions/{session}/tools/arkme_id_change/execute", {"arguments": {"arkme_id": "abcdef"}, "approval": value},
+         "approval"),
+    ]
+    sessions_before = AgentSession.objects.count()
+    for path, body, field in cases:
+        response = dsh.post(path, body)
+        assert response.status_code == 400, (path, body, response.content)
+        assert response.json()["error"] == {"code": "invalid_request", "message": f"Invalid request: {field}.",
+                                            "details": {"fields": [field]}}
+    assert AgentSession.objects.count() == sessions_before
+    assert not Message.objects.exists() and not ApprovalGrant.objects.exists() and not ToolCall.objects.exists()

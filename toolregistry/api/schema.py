@@ -85,6 +85,8 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "An object in a JSON body names each key once (I-JSON, RFC 7493): decoders differ on which of "
         "two values wins, and an approval is bound to the exact arguments; a repeated key is 400 "
         "malformed_request (over MCP, a JSON-RPC parse error).",
+        "A request field typed string (account, profile, workspace, a message's id and text, approval) "
+        "takes only a JSON string: a number is 400 invalid_request naming the field, not read as its text.",
         "If-None-Match on GET sessions/{s} compares entity tags weakly (W/\"r\" matches \"r\"), and * "
         "matches any current view.",
         "An integral number is that integer wherever a tool takes one (JSON Schema's integer accepts "

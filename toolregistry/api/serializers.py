@@ -18,19 +18,30 @@ class StrictSerializer(serializers.Serializer):
         return attrs
 
 
+class StringField(serializers.CharField):
+    """A JSON string and nothing else: DRF's CharField also takes a number as its text, so
+    ``"id": 5`` and ``"id": "5"`` would name one message, and a schema that says string would
+    not be the rule."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
 class SessionOpenRequest(StrictSerializer):
-    account = serializers.CharField(max_length=64, help_text="The account's public id.")
-    profile = serializers.CharField(max_length=20, required=False,
-                                    help_text="business, atomic, hybrid or disabled; default ARKME_TOOL_PROFILE.")
-    workspace = serializers.CharField(max_length=64, required=False, allow_blank=False,
-                                      help_text="The Agent workspace folder, [A-Za-z0-9_-]{1,64}.")
+    account = StringField(max_length=64, help_text="The account's public id.")
+    profile = StringField(max_length=20, required=False,
+                          help_text="business, atomic, hybrid or disabled; default ARKME_TOOL_PROFILE.")
+    workspace = StringField(max_length=64, required=False, allow_blank=False,
+                            help_text="The Agent workspace folder, [A-Za-z0-9_-]{1,64}.")
 
 
 class MessageText(StrictSerializer):
     """A message as JSON: its id and text."""
 
-    id = serializers.CharField(max_length=128, help_text="Unique per session.")
-    text = serializers.CharField(max_length=20000, required=False, allow_blank=True, default="", trim_whitespace=False)
+    id = StringField(max_length=128, help_text="Unique per session.")
+    text = StringField(max_length=20000, required=False, allow_blank=True, default="", trim_whitespace=False)
 
 
 class MessageRequest(MessageText):
@@ -48,7 +59,7 @@ class ArgumentsRequest(StrictSerializer):
 
 
 class ExecuteRequest(ArgumentsRequest):
-    approval = serializers.CharField(max_length=100, required=False, allow_null=True,
+    approval = StringField(max_length=100, required=False, allow_null=True,
                                      help_text="The approval from pre-execute, when the human accepted the card.")
 
 
