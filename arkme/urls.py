@@ -22,5 +22,6 @@ urlpatterns = [
     path("groups/", include("groups.urls")),
 ]
 
+handler400 = "toolregistry.api.exceptions.bad_request"
 handler404 = "toolregistry.api.exceptions.not_found"
 handler500 = "toolregistry.api.exceptions.server_error"

@@ -1,6 +1,8 @@
 """Malformed requests are 400 in the contract's envelope, never 500, and write nothing."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from arkme.conversations.models import AgentSession, CapturedAttachment, Message
@@ -169,3 +171,30 @@ def test_a_field_the_contract_types_as_a_string_takes_only_a_string(dsh, session
                                             "details": {"fields": [field]}}
     assert AgentSession.objects.count() == sessions_before
     assert not Message.objects.exists() and not ApprovalGrant.objects.exists() and not ToolCall.objects.exists()
+
+
+def test_what_django_refuses_before_a_view_is_still_the_envelope(dsh, session, settings):
+    """A Host header the service does not serve is refused by Django before any view runs;
+    under the DSH API it is the envelope (a JSON-RPC error on an MCP endpoint), elsewhere
+    Django's page."""
+    settings.ALLOWED_HOSTS = ["testserver"]
+    response = dsh.api.get(dsh.url("catalog"), HTTP_HOST="evil.example")
+    assert response.status_code == 400 and response.json() == {"error": {
+        "code": "invalid_request", "message": "The Host header names a host this service does not serve."}}
+    response = dsh.api.generic("POST", dsh.url(f"sessions/{session}/mcp"), b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
+                               content_type="application/json", HTTP_HOST="evil.example",
+                               headers={"MCP-Protocol-Version": "2025-11-25"})
+    assert response.status_code == 400 and response.json()["error"]["code"] == -32600
+    response = dsh.api.get("/admin/login/", HTTP_HOST="evil.example")
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/html")
+
+
+def test_a_body_django_finds_too_large_is_413_in_the_envelope(settings):
+    from django.core.exceptions import RequestDataTooBig
+    from django.test import RequestFactory
+
+    from toolregistry.api.exceptions import bad_request
+
+    response = bad_request(RequestFactory().post("/dsh/v1/sessions/s/messages"), RequestDataTooBig())
+    assert response.status_code == 413
+    assert json.loads(response.content)["error"]["code"] == "payload_too_large"

@@ -362,6 +362,22 @@ def test_hostile_bodies_are_refused_and_write_nothing(dsh, session, version, fig
     assert not ApprovalGrant.objects.exists() and not ToolCall.objects.exists() and not Message.objects.exists()
 
 
+@pytest.mark.parametrize("version", [MODERN, LEGACY])
+def test_a_body_past_the_size_limit_is_a_413_json_rpc_error(dsh, session, version, settings):
+    """Django's own answer would be an HTML 400 page."""
+    client = Mcp(dsh, session, version=version)
+    head = {"MCP-Protocol-Version": version}
+    if version == MODERN:
+        head.update({"Mcp-Method": "tools/call", "Mcp-Name": "arkme_context"})
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "arkme_context", "arguments": {"pad": "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE}}})
+    response = dsh.api.generic("POST", client.path, body.encode(), content_type="application/json", headers=head)
+    assert response.status_code == 413 and response["Content-Type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["code"] == -32600 and "1 MiB" in error["message"]
+    assert not ToolCall.objects.exists()
+
+
 def test_an_integral_number_written_as_a_float_is_that_integer(mcp, refs):
     """As over REST: JSON Schema's integer accepts 2.0, and the tool gets the integer 2."""
     result = mcp.call("arkme_group_member_candidates", {"source_ref": refs["approval-group"], "limit": 2.0})

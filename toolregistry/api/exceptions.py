@@ -2,12 +2,20 @@
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation, TooManyFilesSent
+from django.core.exceptions import (
+    DisallowedHost,
+    PermissionDenied,
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFilesSent,
+)
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+from django_mcpz.jsonrpc import INVALID_REQUEST, error_response
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -86,6 +94,23 @@ def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
 
 def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/dsh/")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """What Django refuses before a view runs (a Host header it does not serve, a body past
+    its limit): the envelope under the DSH API, a JSON-RPC error on an MCP endpoint, Django's
+    page elsewhere."""
+    if not _is_api(request):
+        return defaults.bad_request(request, exception or SuspiciousOperation())
+    if isinstance(exception, RequestDataTooBig):
+        code, message, status = ErrorCode.PAYLOAD_TOO_LARGE, "The request body is too large.", 413
+    elif isinstance(exception, DisallowedHost):
+        code, message, status = ErrorCode.INVALID_REQUEST, "The Host header names a host this service does not serve.", 400
+    else:
+        code, message, status = ErrorCode.INVALID_REQUEST, "The request is malformed.", 400
+    if request.path.endswith("/mcp"):
+        return error_response(None, INVALID_REQUEST, message, status=HTTPStatus(status))
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

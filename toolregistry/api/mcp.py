@@ -29,6 +29,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django_mcpz.elicitation import Elicitation
@@ -43,6 +45,7 @@ from arkme.conversations.sessions import session_for_key
 from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, ErrorCode, NotAuthenticated
 from arkme.kernel.ids import token_digest
 from arkme.kernel.metrics import APPROVALS
+from arkme.kernel.text import size_text
 from arkme.kernel.tracing import event, tracer
 
 from ..approvals import SealedApproval
@@ -375,9 +378,14 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
             response["WWW-Authenticate"] = WWW_AUTHENTICATE
         return response
     try:
-        # The same limits as every JSON body here (depth, valid Unicode): the protocol library's
-        # decoder would meet a deeply nested body with a RecursionError.
+        # The same limits as every JSON body here (size, depth, valid Unicode): the protocol
+        # library's decoder would meet a deeply nested body with a RecursionError.
         loads_strict(request.body)
+    except RequestDataTooBig:
+        # Django's own answer would be an HTML page; a JSON-RPC client reads an error object.
+        return error_response(None, INVALID_REQUEST,
+                              f"The request body is larger than {size_text(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)}.",
+                              status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
     except ParseError as error:
         return error_response(None, PARSE_ERROR, str(error.detail), status=HTTPStatus.BAD_REQUEST)
     request.arkme_mcp = _Call(client=client, session=agent_session)  # type: ignore[attr-defined]

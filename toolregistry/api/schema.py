@@ -87,6 +87,9 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "malformed_request (over MCP, a JSON-RPC parse error).",
         "A request field typed string (account, profile, workspace, a message's id and text, approval) "
         "takes only a JSON string: a number is 400 invalid_request naming the field, not read as its text.",
+        "What is refused before any view runs also carries the envelope under /dsh/ (a Host header the "
+        "service does not serve: 400 invalid_request); on an MCP endpoint it is a JSON-RPC error, and a "
+        "body over 1 MiB there is 413 with the JSON-RPC error -32600.",
         "If-None-Match on GET sessions/{s} compares entity tags weakly (W/\"r\" matches \"r\"), and * "
         "matches any current view.",
         "An integral number is that integer wherever a tool takes one (JSON Schema's integer accepts "
