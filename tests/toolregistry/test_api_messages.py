@@ -102,6 +102,15 @@ def test_what_multipart_would_drop_or_pick_from_is_400_by_name(dsh, session, dat
     assert not Message.objects.exists() and not CapturedAttachment.objects.exists()
 
 
+def test_an_empty_attachment_is_named_by_its_index_as_arguments_are(dsh, session):
+    """details.fields names an item by name and index, attachments[1], as it names workspace_paths[3]."""
+    response = post_multipart(dsh, session, {"id": "m1", "attachments": [upload("a.png", b"a"), upload("b.png", b"")]})
+    assert response.status_code == 400
+    assert response.json()["error"]["details"]["fields"] == ["attachments[1]"]
+    assert response.json()["error"]["message"] == "Invalid request: attachments[1]."
+    assert not Message.objects.exists() and not CapturedAttachment.objects.exists()
+
+
 def test_more_attachments_than_a_message_may_have_is_400_too_many_attachments(dsh, session, settings):
     files = [upload(f"{i}.png", b"x") for i in range(settings.ARKME_MESSAGE_MAX_ATTACHMENTS + 1)]
     response = post_multipart(dsh, session, {"id": "m1", "attachments": files})

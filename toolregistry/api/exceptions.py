@@ -28,7 +28,12 @@ def _fields(detail: Any, prefix: str = "") -> list[str]:
     if isinstance(detail, dict):
         names: list[str] = []
         for key, value in detail.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
+            # A list field's errors come keyed by index: named as the contract names an
+            # argument's item, attachments[0].
+            if isinstance(key, int):
+                name = f"{prefix}[{key}]"
+            else:
+                name = f"{prefix}.{key}" if prefix else str(key)
             if key == "non_field_errors":
                 name = prefix or "body"
             nested = _fields(value, name) if isinstance(value, (dict, list)) and any(
