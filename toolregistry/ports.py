@@ -33,6 +33,10 @@ class AccountPort(Protocol):
 
     def change_arkme_id(self, *, account: AccountKey, arkme_id: str) -> AccountView: ...
 
+    def checked_arkme_id(self, *, arkme_id: str) -> str:
+        """The ID as it would be stored, or ``400 invalid_arkme_id``."""
+        ...
+
 
 class ExtensionPort(Protocol):
     def extensions_with_galleries(self, *, account: AccountKey) -> list[ExtensionView]: ...

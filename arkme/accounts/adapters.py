@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .models import AccountKey
 from .selectors import AccountView, account_view, account_view_by_pk
-from .services import account_change_arkme_id
+from .services import account_change_arkme_id, normalise_arkme_id
 
 
 class AccountAdapter:
@@ -12,3 +12,6 @@ class AccountAdapter:
 
     def change_arkme_id(self, *, account: AccountKey, arkme_id: str) -> AccountView:
         return account_view(account_change_arkme_id(account_id=account.pk, arkme_id=arkme_id))
+
+    def checked_arkme_id(self, *, arkme_id: str) -> str:
+        return normalise_arkme_id(arkme_id)

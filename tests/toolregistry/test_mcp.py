@@ -99,9 +99,11 @@ def test_unknown_and_invisible_tools_are_the_same_invalid_params(dsh, session, v
 
 @pytest.mark.parametrize("version", ERAS)
 def test_a_refusal_carries_the_rest_envelope(dsh, session, version):
-    arguments = {"arkme_id": "x"}  # too short, and an unknown argument below
-    rest = dsh.approve_and_execute(session, APPROVE, arguments)
-    assert rest.status_code == 400
+    arguments = {"arkme_id": "x"}  # too short: refused before any approval, and an unknown argument below
+    denied = dsh.pre_execute(session, APPROVE, arguments).json()
+    assert denied["decision"] == "deny" and denied["error"]["code"] == "invalid_arkme_id"
+    if version == MODERN:  # earlier clients bring a REST approval, which REST would not give for it
+        assert error_of(Mcp(dsh, session, version=version).call(APPROVE, arguments)) == denied["error"]
     result = Mcp(dsh, session, version=version).call("arkme_context", {"unexpected": 1})
     assert error_of(result)["code"] == "invalid_arguments"
     assert error_of(result) == dsh.execute(session, "arkme_context", {"unexpected": 1}).json()["error"]
@@ -140,6 +142,15 @@ def test_a_replayed_request_state_is_refused_by_the_ledger(dsh, session, world):
                                 "details": {"reason": "used"}}
     [grant] = ApprovalGrant.objects.all()
     assert grant.used_at is not None and grant.tool_name == APPROVE
+
+
+def test_an_ill_formed_id_is_refused_without_asking_the_human(mcp, world):
+    result = mcp.call(APPROVE, {"arkme_id": "has-dash1"})
+    assert result.get("resultType", "complete") == "complete" and "inputRequests" not in result
+    assert error_of(result)["code"] == "invalid_arkme_id"
+    assert not ApprovalGrant.objects.exists()
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id_changeable
 
 
 @pytest.mark.parametrize("answer", [

@@ -45,6 +45,27 @@ def test_id_taken_case_insensitively(dsh, session, world):
 
 @pytest.mark.parametrize("bad", ["short", "1starts_digit", "_underscore", "has-dash1", "a" * 21, "spa ce_id", "ünïcode1"])
 def test_ill_formed_id_is_400(dsh, session, world, bad):
+    """Refused where it is first seen: pre-execute denies with the error execute gives, and no
+    human is asked to approve an ID the call would refuse."""
+    from toolregistry.models import ApprovalGrant
+
+    decision = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": bad}).json()
+    assert decision["decision"] == "deny" and "approval" not in decision and "card" not in decision
+    assert decision["error"]["code"] == "invalid_arkme_id" and decision["error"]["details"]["fields"] == ["arkme_id"]
+    assert not ApprovalGrant.objects.exists()
+    # Executed all the same, the call is the same 400 once an approval is at hand.
+    response = dsh.execute(session, "arkme_id_change", {"arkme_id": bad})
+    assert response.status_code == 403 and response.json()["error"]["code"] == "approval_required"
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id_changeable
+
+
+@pytest.mark.parametrize("bad", ["short", "has-dash1"])
+def test_an_ill_formed_id_with_an_approval_at_hand_is_still_400(dsh, session, world, bad, monkeypatch):
+    from arkme.accounts import adapters
+
+    # An approval asked for before the ID rule was checked at pre-execute.
+    monkeypatch.setattr(adapters.AccountAdapter, "checked_arkme_id", lambda self, *, arkme_id: arkme_id)
     response = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": bad})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_arkme_id"

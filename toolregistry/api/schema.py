@@ -90,6 +90,9 @@ def add_tool_schemas(result: dict[str, Any], generator: Any, request: Any, publi
         "What is refused before any view runs also carries the envelope under /dsh/ (a Host header the "
         "service does not serve: 400 invalid_request); on an MCP endpoint it is a JSON-RPC error, and a "
         "body over 1 MiB there is 413 with the JSON-RPC error -32600.",
+        "arkme_id_change: pre-execute denies an ill-formed ID with the error execute gives (invalid_arkme_id, "
+        "fields [arkme_id]), so no human is asked to approve an ID the call would refuse; over MCP the call "
+        "is that tool error, with no elicitation.",
         "If-None-Match on GET sessions/{s} compares entity tags weakly (W/\"r\" matches \"r\"), and * "
         "matches any current view.",
         "An integral number is that integer wherever a tool takes one (JSON Schema's integer accepts "

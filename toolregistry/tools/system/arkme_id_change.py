@@ -62,8 +62,10 @@ def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, 
 
 
 def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> ApprovalCard:
+    # An ID the call would refuse as ill-formed is refused here, before a human is asked to
+    # approve it: pre-execute denies with the error execute would give.
+    new_id = context.ports.accounts.checked_arkme_id(arkme_id=arguments["arkme_id"])
     current = context.ports.accounts.account_view(account=context.account)
-    new_id = str(arguments["arkme_id"]).strip().lower()
     if not current["arkme_id_changeable"]:
         # The card never promises what cannot happen; the call itself is refused with 409.
         return ApprovalCard(
