@@ -53,7 +53,7 @@ def test_ill_formed_id_is_400(dsh, session, world, bad):
     assert decision["decision"] == "deny" and "approval" not in decision and "card" not in decision
     assert decision["error"]["code"] == "invalid_arkme_id" and decision["error"]["details"]["fields"] == ["arkme_id"]
     assert not ApprovalGrant.objects.exists()
-    # Executed all the same, the call is the same 400 once an approval is at hand.
+    # Executed anyway, without the approval it was never given, the call is refused as unapproved.
     response = dsh.execute(session, "arkme_id_change", {"arkme_id": bad})
     assert response.status_code == 403 and response.json()["error"]["code"] == "approval_required"
     world.alice.refresh_from_db()
