@@ -4,7 +4,7 @@
 and reads the session in one raw SQL statement. ``FloorCandidatesView`` is not a goal but a yardstick: the least a
 candidates call can do under the same contract: the product's own statements and signing
 (the key and the session in one statement, the group with membership and size, the
-candidate query, one signed ref each, the audit row as one raw INSERT) and the arguments' schema, with none of its layers between (no
+candidate query, one signed ref each, the audit row handed to the product's audit writer) and the arguments' schema, with none of its layers between (no
 serializer, catalog, Port or execution bookkeeping). The product's candidates figure is
 reported against it too.
 """
@@ -22,10 +22,10 @@ from arkme.kernel.sql import hot_cursor
 from groups.refs import candidate_ref_maker, read_source_ref
 from groups.selectors import _group_for_member_sql, candidate_chats
 from toolregistry.arguments import integral_numbers
+from toolregistry.audit import writer as audit_writer
 from toolregistry.tools.business.arkme_group_member_candidates import INPUT_SCHEMA
 
 from .web_floors import _session as floor_session
-from .web_floors import _statement as floor_statement
 
 _VALIDATOR = Draft202012Validator(INPUT_SCHEMA)
 
@@ -70,9 +70,8 @@ class FloorCandidatesView(APIView):
                            for c in found[:limit]],
             "truncated": len(found) > limit,
         }}
-        with hot_cursor() as cursor:
-            cursor.execute(floor_statement("audit"), [
-                row[0], row[1], "arkme_group_member_candidates", "arkme.group_member.candidates@1", "ok", 200,
-                int((time.monotonic() - started) * 1000), False, "rest", current_request_id(),
-                connection.ops.adapt_datetimefield_value(timezone.now())])
+        audit_writer.add((
+            row[0], row[1], "arkme_group_member_candidates", "arkme.group_member.candidates@1", "ok", 200,
+            int((time.monotonic() - started) * 1000), False, "rest", current_request_id(),
+            connection.ops.adapt_datetimefield_value(timezone.now())))
         return Response(body)

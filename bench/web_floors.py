@@ -4,7 +4,8 @@ Each is a DRF view (the product is a DRF service) that does the required work of
 product path and nothing between: the bearer key checked and the session read in one raw
 SQL statement, the same checks on the row (closed, idle, inactive account), the same
 touch write when the row is stale, the compiled toolset from the same cache, the same
-statements' worth of reads as raw SQL, the same signing, the same audit row and, with an
+statements' worth of reads as raw SQL, the same signing, the same audit row (handed to the
+product's audit writer, which writes it behind the call as it does the product's) and, with an
 ``Idempotency-Key``, the same claim and completion writes, on the product's kept cursor
 (``hot_cursor``) as the product's statements are. No serializer, catalog look-up
 by class, Port, tracing span or metric.
@@ -36,8 +37,9 @@ from arkme.kernel.sql import hot_cursor
 from galleries.models import Blob, Extension, Gallery, GalleryItem
 from groups.models import Group, Membership
 from toolregistry.arguments import arguments_digest, integral_numbers
+from toolregistry.audit import writer as audit_writer
 from toolregistry.metadata import Phase
-from toolregistry.models import IdempotencyRecord, ToolCall
+from toolregistry.models import IdempotencyRecord
 from toolregistry.registrar import registrar
 from toolregistry.tools.system.arkme_context import INPUT_SCHEMA
 
@@ -53,7 +55,7 @@ def _sql() -> dict[str, str]:
     """Written once per process, as the product writes its own."""
     session, account, client = _t(AgentSession), _t(Account), _t(DshClient)
     extension, gallery, item, blob = _t(Extension), _t(Gallery), _t(GalleryItem), _t(Blob)
-    group, membership, call, record = _t(Group), _t(Membership), _t(ToolCall), _t(IdempotencyRecord)
+    group, membership, record = _t(Group), _t(Membership), _t(IdempotencyRecord)
     return {
         "session": (
             f"SELECT s.id, s.public_id, s.profile, s.attachments_mounted, s.workspace, s.closed_at,"  # noqa: S608
@@ -76,10 +78,6 @@ def _sql() -> dict[str, str]:
         "complete": (
             f"UPDATE {record} SET status = 'complete', response_status = %s, response_body = %s"  # noqa: S608
             " WHERE id = %s"),
-        "audit": (
-            f"INSERT INTO {call} (session_id, session_public_id, tool_name, tool_id, outcome,"  # noqa: S608
-            " http_status, duration_ms, replayed, surface, request_id, created_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
     }
 
 
@@ -202,8 +200,8 @@ class FloorContextView(APIView):
             body = {"result": _context(cursor, row)}
             if claim is not None:
                 cursor.execute(_statement("complete"), [200, json.dumps(body), claim])
-            cursor.execute(_statement("audit"), [
+            audit_writer.add((
                 row[0], row[1], "arkme_context", "arkme.context@1", "ok", 200,
                 int((time.monotonic() - started) * 1000), False, "rest", current_request_id(),
-                connection.ops.adapt_datetimefield_value(timezone.now())])
+                connection.ops.adapt_datetimefield_value(timezone.now())))
         return HttpResponse(_json(body), content_type="application/json")

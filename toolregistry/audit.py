@@ -1,10 +1,12 @@
 """The audit of tool calls: what ran and how it ended, never its arguments."""
 from __future__ import annotations
 
+import atexit
 import functools
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -12,6 +14,7 @@ from arkme.conversations.models import AgentSession
 from arkme.kernel.logs import current_request_id
 from arkme.kernel.sql import column, hot_cursor, table
 
+from .audit_writer import AuditWriter, Row
 from .models import Surface, ToolCall
 
 OK = "ok"
@@ -33,10 +36,28 @@ def _insert_sql(vendor: str) -> str:
 
 def tool_call_record(*, session: AgentSession, tool_name: str, tool_id: str, outcome: str, http_status: int,
                      duration_ms: int, replayed: bool, surface: Surface = Surface.REST) -> None:
-    values: list[Any] = [session.pk, session.public_id, tool_name[:64], tool_id, outcome[:64], http_status, duration_ms,
-              replayed, str(surface), current_request_id(), connection.ops.adapt_datetimefield_value(timezone.now())]
+    """Audit one call; the row is written behind the call (``audit_writer``), or at once inside
+    a transaction."""
+    writer.add((session.pk, session.public_id, tool_name[:64], tool_id, outcome[:64], http_status, duration_ms,
+                replayed, str(surface), current_request_id(), connection.ops.adapt_datetimefield_value(timezone.now())))
+
+
+def insert_rows(rows: Sequence[Row]) -> None:
+    """Insert audit rows, each as ``_COLUMNS`` in order (``session`` as its primary key)."""
     with hot_cursor() as cursor:
-        cursor.execute(_insert_sql(connection.vendor), values)
+        if len(rows) == 1:
+            cursor.execute(_insert_sql(connection.vendor), rows[0])
+        else:
+            cursor.executemany(_insert_sql(connection.vendor), rows)
+
+
+def _write_behind_seconds() -> float:
+    return float(settings.ARKME_AUDIT_WRITE_BEHIND_SECONDS)
+
+
+# The process's writer: rows gathered from every thread, written by one of its own.
+writer = AuditWriter(insert_rows, window=_write_behind_seconds, link=_COLUMNS.index("session"))
+atexit.register(writer.close)
 
 
 def tool_calls_prune(*, older_than_days: int, batch_size: int = 5000) -> int:

@@ -3,32 +3,16 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.support.live import free_port, wait_until_listening
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.live import deployment, gunicorn
 
 
 @pytest.fixture
 def served(tmp_path):
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'arkme.sqlite3'}", "DJANGO_DEBUG": "",
-           "DJANGO_SECRET_KEY": "chunked-test", "DJANGO_SECURE_COOKIES": "0", "CELERY_BROKER_URL": "",
-           "ARKME_MEDIA_ROOT": str(tmp_path / "media"), "ARKME_WORKSPACE_ROOT": str(tmp_path / "workspaces")}
-    for args in (("migrate", "--noinput", "-v0"), ("arkme_demo", "--json", "--force")):
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                              text=True, check=True)
-    world = json.loads(done.stdout)
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "arkme.wsgi", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
-         "--workers", "1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_until_listening(port, process, lambda: "gunicorn did not start", seconds=15)
+    env, world = deployment(tmp_path)
+    process, port = gunicorn(env)
     yield port, world
     process.terminate()
     process.wait(timeout=15)

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -41,3 +44,28 @@ def call(port: int, key: str, method: str, path: str, body: dict | None = None) 
     raw = response.read()
     connection.close()
     return response.status, response.getheader("Content-Type", ""), json.loads(raw) if raw else {}
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def deployment(folder: Path, **env: str) -> tuple[dict[str, str], dict]:
+    """A deployment's environment on a file database in ``folder``, migrated and seeded with the
+    demo world; returns the environment and the world (``arkme_demo --json``)."""
+    base = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'arkme.sqlite3'}", "DJANGO_DEBUG": "",
+            "DJANGO_SECRET_KEY": "live-test", "DJANGO_SECURE_COOKIES": "0", "CELERY_BROKER_URL": "",
+            "ARKME_MEDIA_ROOT": str(folder / "media"), "ARKME_WORKSPACE_ROOT": str(folder / "workspaces"), **env}
+    for args in (("migrate", "--noinput", "-v0"), ("arkme_demo", "--json", "--force")):
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=base, capture_output=True,
+                              text=True, check=True)
+    return base, json.loads(done.stdout)
+
+
+def gunicorn(env: dict[str, str], *options: str) -> tuple[subprocess.Popen, int]:
+    """gunicorn with this repository's config, one worker, on a free port, once it listens."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "arkme.wsgi", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
+         "--workers", "1", *options], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_until_listening(port, process, lambda: "gunicorn did not start", seconds=15)
+    return process, port
