@@ -78,19 +78,28 @@ class Server:
             self.process.kill()
 
 
-def start_product(n: int | None = None) -> Server:
-    """The product as gunicorn.conf.py deploys it; with ``n``, its catalog serves n bench tools."""
+def quiet_config() -> Path:
+    """The project's gunicorn.conf.py less its access log. gunicorn reads ./gunicorn.conf.py
+    unless told another file, so leaving out ``-c`` keeps the log on."""
+    quiet = Path(tempfile.mkdtemp(prefix="arkme-gunicorn-")) / "gunicorn.conf.py"
+    quiet.write_text(f"exec(open({str(ROOT / 'gunicorn.conf.py')!r}).read())\naccesslog = None\n")
+    return quiet
+
+
+def start_product(n: int | None = None, *, access_log: bool = True) -> Server:
+    """The product as gunicorn.conf.py deploys it; with ``n``, its catalog serves n bench tools;
+    without ``access_log``, the same settings but no access log."""
     port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "WEB_CONCURRENCY": "2",
            "DATABASE_CONN_MAX_AGE": "60"}
     if n is not None:
         env["ARKME_BENCH_MCP_TOOLS"] = str(n)
-    # The project's gunicorn.conf.py settings, but no access log: the peer writes none either.
+    config = ROOT / "gunicorn.conf.py" if access_log else quiet_config()
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "arkme.wsgi", "--worker-class", "gthread", "--workers", "2",
-         "--threads", "4", "--keep-alive", "5", "--timeout", "30", "--bind", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "gunicorn", "arkme.wsgi", "-c", str(config), "--worker-class", "gthread",
+         "--workers", "2", "--threads", "4", "--keep-alive", "5", "--timeout", "30", "--bind", f"127.0.0.1:{port}",
          "--log-level", "warning"],
-        cwd=ROOT, env=env)
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     wait_for_port(port, process)
     return Server("product", process, f"http://127.0.0.1:{port}")
 
@@ -215,7 +224,7 @@ def measure(kind: str) -> Result:
             scripts[who] = Path(folder) / f"{who}.lua"
             scripts[who].write_text(lua_script(method, body, headers))
         for n in SIZES:
-            product, peer = start_product(n), start_peer(n, Path(folder))
+            product, peer = start_product(n, access_log=False), start_peer(n, Path(folder))
             try:
                 figures = compare({
                     "product": (product, f"/dsh/v1/sessions/{session}/mcp", scripts["product"]),

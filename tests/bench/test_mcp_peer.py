@@ -50,3 +50,29 @@ def test_the_products_side_runs_its_own_path(dsh, world, monkeypatch):
     assert error_of(client.call(ECHO, {"text": 7}))["code"] == "invalid_arguments"
     assert list(ToolCall.objects.values_list("tool_name", "outcome", "surface")) == [
         (ECHO, "invalid_arguments", "mcp"), (ECHO, "ok", "mcp")]
+
+
+def _gunicorn_settings(*args: str):
+    from gunicorn.app.wsgiapp import WSGIApplication
+
+    application = WSGIApplication.__new__(WSGIApplication)
+    application.usage, application.prog = None, "gunicorn"
+    application.load_default_config()
+    parser = application.cfg.parser()
+    application.cfg.set("config", parser.parse_args(["arkme.wsgi", *args]).config or "./gunicorn.conf.py")
+    application.load_config_from_file(application.cfg.config)
+    return application.cfg
+
+
+def test_neither_server_writes_an_access_log_and_the_product_keeps_its_settings(monkeypatch):
+    """uvicorn runs with --no-access-log; gunicorn would read ./gunicorn.conf.py, access log
+    and all, unless given another file."""
+    from bench.mcp_serving import ROOT, quiet_config
+
+    monkeypatch.chdir(ROOT)
+    deployed, quiet = _gunicorn_settings(), _gunicorn_settings("-c", str(quiet_config()))
+    assert deployed.accesslog == "-"
+    assert quiet.accesslog is None
+    for name in ("worker_class_str", "workers", "threads", "keepalive", "timeout", "graceful_timeout",
+                 "forwarded_allow_ips"):
+        assert getattr(quiet, name) == getattr(deployed, name), name
