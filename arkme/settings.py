@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from arkme.kernel.result_store import result_backend_url
+
+_T = TypeVar("_T")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -26,28 +30,26 @@ def _env_bool(name: str, default: bool = False) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _env_int(name: str, default: int, *, minimum: int = 1) -> int:
+def _env_parsed(name: str, default: _T, parse: Callable[[str], _T], kind: str) -> _T:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = int(raw)
+        return parse(raw)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a whole number") from exc
+        raise ImproperlyConfigured(f"{name} must be {kind}") from exc
+
+
+def _env_int(name: str, default: int, *, minimum: int = 1) -> int:
+    value = _env_parsed(name, default, int, "a whole number")
     if value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}")
     return value
 
 
 def _env_seconds(name: str, default: float, *, maximum: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a number of seconds") from exc
-    if not 0 <= value <= maximum:
+    value = _env_parsed(name, default, float, "a number of seconds")
+    if not 0 <= value <= maximum:  # NaN fails this too
         raise ImproperlyConfigured(f"{name} must be between 0 and {maximum:g}")
     return value
 
