@@ -19,7 +19,10 @@ failure keeps the rows:
   and are tried again, and once ``MAX_PENDING`` wait, each call writes its own row as
   before, so a call fails when its audit cannot be written rather than memory growing;
 - a row whose session was deleted before the batch reached the table is written without
-  the link, as ``SET_NULL`` would have left it (it still names the session by public id).
+  the link, as ``SET_NULL`` would have left it (it still names the session by public id);
+  a row that breaks a constraint even so could never be written: it is logged and dropped,
+  so it does not hold up the rows behind it. A failure partway through those one-by-one
+  writes holds again only the rows not yet written.
 
 ``ARKME_AUDIT_WRITE_BEHIND_SECONDS=0`` writes every row before its call answers. The audit
 (``toolregistry.audit``) owns the statement and the process's writer.
@@ -30,6 +33,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -60,7 +64,9 @@ class AuditWriter:
         self._window = window
         self.max_pending = max_pending
         self._reset()
-        os.register_at_fork(after_in_child=self._reset)
+        # Weakly: a writer that is gone (a test's) must not be kept alive by the hook.
+        reset = weakref.WeakMethod(self._reset)
+        os.register_at_fork(after_in_child=lambda: (method := reset()) and method())
 
     def _reset(self) -> None:
         self._lock = threading.Lock()
@@ -90,8 +96,8 @@ class AuditWriter:
         return len(self._rows)
 
     def flush(self) -> int:
-        """Write every row held now; returns how many. On a database error the rows are held
-        again, in order, and the error is raised."""
+        """Write every row held now; returns how many were taken. On a database error the rows
+        not yet written are held again, in order, and the error is raised."""
         with self._flushing:
             with self._lock:
                 rows = list(self._rows)
@@ -99,12 +105,20 @@ class AuditWriter:
             if not rows:
                 return 0
             try:
-                self._write_batch(rows)
+                with transaction.atomic():
+                    self._write(rows)
+            except IntegrityError:
+                # One row broke a constraint (its session was deleted meanwhile): write them one
+                # by one, so that the others are kept and only that row loses its link.
+                self._write_each(rows)
             except BaseException:
-                with self._lock:
-                    self._rows.extendleft(reversed(rows))
+                self._hold_again(rows)
                 raise
             return len(rows)
+
+    def _hold_again(self, rows: list[Row]) -> None:
+        with self._lock:
+            self._rows.extendleft(reversed(rows))
 
     def close(self) -> None:
         """Stop the thread and write what is held (at exit)."""
@@ -121,25 +135,29 @@ class AuditWriter:
         finally:
             connection.close()
 
-    def _write_batch(self, rows: list[Row]) -> None:
-        try:
-            with transaction.atomic():
-                self._write(rows)
-        except IntegrityError:
-            # One row broke a constraint (its session was deleted meanwhile): write them one
-            # by one, so that the others are kept and only that row loses its link.
-            for row in rows:
+    def _write_each(self, rows: list[Row]) -> None:
+        for index, row in enumerate(rows):
+            try:
                 self._write_one(row)
+            except BaseException:
+                self._hold_again(rows[index:])  # the rows before it are written
+                raise
 
     def _write_one(self, row: Row) -> None:
         try:
             with transaction.atomic():
                 self._write([row])
+            return
         except IntegrityError:
             unlinked = list(row)
             unlinked[self._link] = None
+        try:
             with transaction.atomic():
                 self._write([unlinked])
+        except IntegrityError:
+            # Not a deleted parent: no later try could write it, and holding it would stop every
+            # row behind it.
+            logger.exception("an audit row broke a constraint and was dropped")
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="arkme-audit-writer", daemon=True)

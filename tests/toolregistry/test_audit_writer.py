@@ -159,14 +159,54 @@ def test_a_row_whose_session_was_deleted_is_kept_without_the_link(settings, dsh,
     assert rows[kept] == AgentSession.objects.get(public_id=kept).pk
 
 
-def test_an_integrity_error_of_one_row_does_not_cost_the_others():
-    writes: list[list[tuple]] = []
+class Constrained:
+    """An INSERT that refuses any batch holding a row whose first value is "dangling" or
+    "broken", and goes down once it has taken ``down_after`` rows."""
 
-    def write(rows) -> None:
-        if len(rows) > 1 or rows[0][0] == "dangling":
-            raise IntegrityError("a foreign key")
-        writes.append([tuple(row) for row in rows])
+    def __init__(self) -> None:
+        self.written: list[tuple] = []
+        self.down_after: int | None = None
 
-    writer = AuditWriter(write, window=lambda: 10, link=0)
-    writer._write_batch([("ok", 1), ("dangling", 2)])  # as a flush does, outside a transaction's reach
-    assert writes == [[("ok", 1)], [(None, 2)]]
+    def write(self, rows) -> None:
+        if self.down_after is not None and len(self.written) >= self.down_after:
+            raise DatabaseError("the database went away")
+        if any(row[0] in ("dangling", "broken") for row in rows):
+            raise IntegrityError("a constraint")
+        self.written.extend(tuple(row) for row in rows)
+
+
+def test_a_row_that_breaks_a_constraint_even_unlinked_is_dropped_and_costs_the_others_nothing():
+    table = Constrained()
+    writer = AuditWriter(table.write, window=lambda: 10, link=1)  # unlinking leaves "broken" broken
+    for row in (("ok", 1), ("broken", 2), ("late", 3)):
+        writer.add(row)
+    assert writer.flush() == 3
+    assert table.written == [("ok", 1), ("late", 3)]
+    assert writer.pending == 0
+    writer.close()
+
+
+def test_a_dangling_link_is_written_without_it():
+    table = Constrained()
+    writer = AuditWriter(table.write, window=lambda: 10, link=0)
+    writer.add(("ok", 1))
+    writer.add(("dangling", 2))
+    writer.flush()
+    assert table.written == [("ok", 1), (None, 2)]
+    writer.close()
+
+
+def test_a_failure_while_writing_one_by_one_holds_only_the_rows_not_written():
+    table = Constrained()
+    writer = AuditWriter(table.write, window=lambda: 10, link=0)
+    for row in (("a", 1), ("dangling", 2), ("b", 3), ("c", 4)):
+        writer.add(row)
+    table.down_after = 2  # "a" and the unlinked row go in one by one, then the database goes
+    with pytest.raises(DatabaseError):
+        writer.flush()
+    assert table.written == [("a", 1), (None, 2)]
+    assert writer.pending == 2
+    table.down_after = None
+    writer.flush()
+    assert table.written == [("a", 1), (None, 2), ("b", 3), ("c", 4)]
+    writer.close()
