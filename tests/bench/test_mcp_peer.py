@@ -3,6 +3,8 @@ product lists, checks arguments as the product does, and the product's side runs
 path end to end (authentication, session, pipeline, audit row)."""
 from __future__ import annotations
 
+import sys
+
 import anyio
 import pytest
 
@@ -52,16 +54,12 @@ def test_the_products_side_runs_its_own_path(dsh, world, monkeypatch):
         (ECHO, "invalid_arguments", "mcp"), (ECHO, "ok", "mcp")]
 
 
-def _gunicorn_settings(*args: str):
+def _gunicorn_settings(monkeypatch, *args: str):
+    """The settings gunicorn itself reads for this command line, in the repository's folder."""
     from gunicorn.app.wsgiapp import WSGIApplication
 
-    application = WSGIApplication.__new__(WSGIApplication)
-    application.usage, application.prog = None, "gunicorn"
-    application.load_default_config()
-    parser = application.cfg.parser()
-    application.cfg.set("config", parser.parse_args(["arkme.wsgi", *args]).config or "./gunicorn.conf.py")
-    application.load_config_from_file(application.cfg.config)
-    return application.cfg
+    monkeypatch.setattr(sys, "argv", ["gunicorn", "arkme.wsgi", *args])
+    return WSGIApplication().cfg
 
 
 def test_neither_server_writes_an_access_log_and_the_product_keeps_its_settings(monkeypatch):
@@ -70,7 +68,7 @@ def test_neither_server_writes_an_access_log_and_the_product_keeps_its_settings(
     from bench.mcp_serving import ROOT, quiet_config
 
     monkeypatch.chdir(ROOT)
-    deployed, quiet = _gunicorn_settings(), _gunicorn_settings("-c", str(quiet_config()))
+    deployed, quiet = _gunicorn_settings(monkeypatch), _gunicorn_settings(monkeypatch, "-c", str(quiet_config()))
     assert deployed.accesslog == "-"
     assert quiet.accesslog is None
     for name in ("worker_class_str", "workers", "threads", "keepalive", "timeout", "graceful_timeout",

@@ -2,16 +2,13 @@
 unreachable broker are the contract's JSON 503, answered before gunicorn kills the worker."""
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support import images
-from tests.support.live import call, free_port, listening, wait_until_listening
+from tests.support.live import call, deployment, gunicorn, listening
 from tests.support.services import require_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,25 +23,14 @@ def redis_up() -> bool:
 @pytest.fixture
 def deployed(tmp_path):
     """The demo world on a file database, served by gunicorn with this repository's config."""
-    base = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'arkme.sqlite3'}", "DJANGO_DEBUG": "",
-            "DJANGO_SECRET_KEY": "production-fault-test", "DJANGO_SECURE_COOKIES": "0",
-            "ARKME_MEDIA_ROOT": str(tmp_path / "media"), "ARKME_WORKSPACE_ROOT": str(tmp_path / "workspaces"),
-            "ARKME_REQUEST_BUDGET_SECONDS": str(BUDGET), "CELERY_BROKER_URL": ""}
-    manage = lambda *args: subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=base,  # noqa: E731
-                                          capture_output=True, text=True, check=True)
-    manage("migrate", "--noinput", "-v0")
-    world = json.loads(manage("arkme_demo", "--json", "--force").stdout)
+    base, world = deployment(tmp_path, DJANGO_SECRET_KEY="production-fault-test",
+                             ARKME_REQUEST_BUDGET_SECONDS=str(BUDGET))
     (tmp_path / "workspaces" / "demo" / "logo.svg").write_bytes(images.svg())
     servers = []
 
     def serve(broker: str) -> int:
-        port = free_port()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "arkme.wsgi", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
-             "--timeout", str(WORKER_TIMEOUT), "--workers", "1"],
-            cwd=ROOT, env={**base, "CELERY_BROKER_URL": broker}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process, port = gunicorn({**base, "CELERY_BROKER_URL": broker}, "--timeout", str(WORKER_TIMEOUT))
         servers.append(process)
-        wait_until_listening(port, process, lambda: "gunicorn did not start", seconds=15)
         return port
 
     yield world, serve

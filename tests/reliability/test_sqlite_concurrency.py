@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -14,26 +13,15 @@ from pathlib import Path
 import pytest
 
 from tests.support.concurrency import race
+from tests.support.live import deployment, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 3
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def server(tmp_path):
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'arkme.sqlite3'}", "DJANGO_DEBUG": "1",
-           "ARKME_MEDIA_ROOT": str(tmp_path / "media"), "ARKME_WORKSPACE_ROOT": str(tmp_path / "workspaces"),
-           "CELERY_BROKER_URL": ""}
-    run = lambda *args: subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,  # noqa: E731
-                                       capture_output=True, text=True, check=True)
-    run("migrate", "--noinput", "-v0")
-    world = json.loads(run("arkme_demo", "--json").stdout)
+    env, world = deployment(tmp_path, DJANGO_DEBUG="1")
     port = free_port()
     process = subprocess.Popen([sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
