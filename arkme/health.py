@@ -8,8 +8,10 @@ check with "OK" or why it failed, with 200 or 503; never a secret, URL or creden
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
+from concurrent.futures import Executor
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +27,7 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
 
 from .celery import app
+from .kernel.offload import os_thread_executor
 
 
 @dataclasses.dataclass
@@ -65,9 +68,14 @@ class Migrations(HealthCheck):
     """Every migration is applied: a new release's code does not serve an old schema."""
 
     def run(self) -> None:
-        executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
-        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-            raise ServiceUnavailable("Migrations are not applied.")
+        connection = connections[DEFAULT_DB_ALIAS]
+        try:
+            executor = MigrationExecutor(connection)
+            if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+                raise ServiceUnavailable("Migrations are not applied.")
+        finally:
+            # This runs on an executor's thread, which no request ends: nothing else closes it.
+            connection.close()
 
 
 class ReadinessView(HealthCheckView):
@@ -78,6 +86,9 @@ class ReadinessView(HealthCheckView):
             checks += [TaskBroker, ResultStore]
         self.checks = checks
         return super().get_checks()
+
+    def get_executor(self) -> contextlib.AbstractContextManager[Executor | None]:
+        return os_thread_executor()
 
     def render_to_response_json(self, status: int) -> JsonResponse:
         checks = {result.check.__class__.__name__: "OK" if not result.error else str(result.error)

@@ -1,8 +1,8 @@
 """MCP on the wire: the product's endpoint against FastMCP 4 serving the same definitions.
 
-Both run as a deployment would: the product under gunicorn (gthread, 2 processes, the
-project's ``gunicorn.conf.py`` settings), FastMCP under uvicorn (2 processes), neither
-writing an access log. The same
+Both run as a deployment would: the product under gunicorn (2 processes, otherwise the
+project's ``gunicorn.conf.py`` settings: gevent workers, keep-alive), FastMCP under uvicorn
+(2 processes), neither writing an access log. The same
 non-Python load generator (Debian's ``wrk``) drives both over keep-alive connections, with
 the same ``2026-07-28`` requests. Windows alternate between the two servers, so drift in the
 machine's speed falls on both alike. Reported per tool count (7, 32, 128): requests per
@@ -86,6 +86,12 @@ def quiet_config() -> Path:
     return quiet
 
 
+def product_arguments(port: int, *, access_log: bool = True) -> list[str]:
+    """gunicorn's command line for the product: the project's settings with two processes."""
+    config = ROOT / "gunicorn.conf.py" if access_log else quiet_config()
+    return ["arkme.wsgi", "-c", str(config), "--workers", "2", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
+
+
 def start_product(n: int | None = None, *, access_log: bool = True) -> Server:
     """The product as gunicorn.conf.py deploys it; with ``n``, its catalog serves n bench tools;
     without ``access_log``, the same settings but no access log."""
@@ -94,12 +100,8 @@ def start_product(n: int | None = None, *, access_log: bool = True) -> Server:
            "DATABASE_CONN_MAX_AGE": "60"}
     if n is not None:
         env["ARKME_BENCH_MCP_TOOLS"] = str(n)
-    config = ROOT / "gunicorn.conf.py" if access_log else quiet_config()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "arkme.wsgi", "-c", str(config), "--worker-class", "gthread",
-         "--workers", "2", "--threads", "4", "--keep-alive", "5", "--timeout", "30", "--bind", f"127.0.0.1:{port}",
-         "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, "-m", "gunicorn", *product_arguments(port, access_log=access_log)],
+                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     wait_for_port(port, process)
     return Server("product", process, f"http://127.0.0.1:{port}")
 

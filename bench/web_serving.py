@@ -1,6 +1,6 @@
 """The DSH API on the wire: each path's server CPU per request against its floor view.
 
-The product runs as ``gunicorn.conf.py`` deploys it (gthread workers, keep-alive) on
+The product runs as ``gunicorn.conf.py`` deploys it (gevent workers, keep-alive) on
 PostgreSQL; Debian's ``wrk`` drives it over keep-alive connections. The floors
 (``bench/web_floors.py``) are served by the same processes, so each window of a path and
 its floor meets the same server, database and machine; windows alternate between them so

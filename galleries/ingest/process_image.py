@@ -4,6 +4,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from arkme.kernel.offload import offload
+
 from .png_stream import png_image_chunks
 from .raster import Normalised, normalise_raster, sniff
 from .svg_render import render_png_via_task
@@ -31,11 +33,13 @@ def sha256_hex(data: bytes) -> str:
 
 def _normalise(data: bytes, field: str | None, keep: bool) -> tuple[Normalised, str]:
     fmt = sniff(data, field)
+    # Parsing, decoding and encoding hold a thread for up to a second: not the one serving
+    # requests. The render waits on its own process (or task) instead.
     if fmt == "svg":
-        safe = sanitise_svg(data, field)
+        safe = offload(sanitise_svg, data, field)
         png = render_png_via_task(safe.data, safe.width, safe.height)
-        return normalise_raster(png, "png", field, keep=keep), "png"
-    return normalise_raster(data, fmt, field, keep=keep), fmt
+        return offload(normalise_raster, png, "png", field, keep=keep), "png"
+    return offload(normalise_raster, data, fmt, field, keep=keep), fmt
 
 
 def process_image(data: bytes, field: str | None = None) -> ProcessedImage:

@@ -54,23 +54,28 @@ def test_the_products_side_runs_its_own_path(dsh, world, monkeypatch):
         (ECHO, "invalid_arguments", "mcp"), (ECHO, "ok", "mcp")]
 
 
-def _gunicorn_settings(monkeypatch, *args: str):
+def _gunicorn_settings(monkeypatch, arguments: list[str]):
     """The settings gunicorn itself reads for this command line, in the repository's folder."""
     from gunicorn.app.wsgiapp import WSGIApplication
 
-    monkeypatch.setattr(sys, "argv", ["gunicorn", "arkme.wsgi", *args])
+    monkeypatch.setattr(sys, "argv", ["gunicorn", *arguments])
     return WSGIApplication().cfg
 
 
 def test_neither_server_writes_an_access_log_and_the_product_keeps_its_settings(monkeypatch):
     """uvicorn runs with --no-access-log; gunicorn would read ./gunicorn.conf.py, access log
-    and all, unless given another file."""
-    from bench.mcp_serving import ROOT, quiet_config
+    and all, unless given another file. Otherwise the product runs exactly as deployed."""
+    from gunicorn.workers.ggevent import GeventWorker
+
+    from bench.mcp_serving import ROOT, product_arguments
 
     monkeypatch.chdir(ROOT)
-    deployed, quiet = _gunicorn_settings(monkeypatch), _gunicorn_settings(monkeypatch, "-c", str(quiet_config()))
-    assert deployed.accesslog == "-"
+    deployed = _gunicorn_settings(monkeypatch, ["arkme.wsgi"])
+    benched, quiet = (_gunicorn_settings(monkeypatch, product_arguments(8000, access_log=log)) for log in (True, False))
+    assert deployed.accesslog == benched.accesslog == "-"
     assert quiet.accesslog is None
-    for name in ("worker_class_str", "workers", "threads", "keepalive", "timeout", "graceful_timeout",
+    assert issubclass(quiet.worker_class, GeventWorker)
+    assert quiet.workers == 2
+    for name in ("worker_class_str", "worker_connections", "keepalive", "timeout", "graceful_timeout",
                  "forwarded_allow_ips"):
-        assert getattr(quiet, name) == getattr(deployed, name), name
+        assert getattr(quiet, name) == getattr(benched, name) == getattr(deployed, name), name

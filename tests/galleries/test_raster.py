@@ -520,3 +520,23 @@ def test_the_decoded_image_is_let_go_before_the_encoded_output_is_joined(monkeyp
     monkeypatch.setattr(raster._EncodedOutput, "joined", spy)
     clean, width, height = process_raster(images.jpeg_with_gps_and_orientation(), "jpeg")
     assert alive == [0] and clean.startswith(b"\xff\xd8") and (width, height) != (0, 0)
+
+
+@pytest.mark.parametrize("make, work", [
+    (lambda: images.jpeg_with_gps_and_orientation(), ["normalise_raster"]),
+    (lambda: images.svg(), ["sanitise_svg", "normalise_raster"]),
+])
+def test_decoding_and_encoding_are_offloaded_from_the_serving_thread(make, work, monkeypatch):
+    """Under gevent workers, decoding holds no request's thread (arkme.kernel.offload)."""
+    from galleries.ingest import process_image as module
+
+    offloaded = []
+
+    def record(work, *args, **kwargs):
+        offloaded.append(work)
+        return work(*args, **kwargs)
+
+    monkeypatch.setattr(module, "offload", record)
+    facts = module.image_facts(make(), "image")
+    assert [function.__name__ for function in offloaded] == work
+    assert facts.format in {"jpeg", "png"}
