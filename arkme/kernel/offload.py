@@ -12,8 +12,10 @@ The pool has ``THREADS`` threads per process, so at most that many images are he
 at once (README's memory budget counts them). Without gevent (runserver, the tests, Celery
 workers, a management command) the work runs in the calling thread, as before.
 
-Only pure work belongs here: the pool's threads have no request, no database connection of
-the request and no tracing context.
+Work here runs outside its request: no tracing context, and a database call on these
+threads opens a connection of its own, which the work must close (no request's end will).
+Readiness checks get their own few threads (``os_thread_executor``), so a probe never waits
+behind images.
 """
 from __future__ import annotations
 
@@ -27,17 +29,17 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 THREADS = 4
+CHECK_THREADS = 5  # readiness runs at most five checks side by side
 
-_pool: Any = None
-_pool_lock = threading.Lock()
-
-
-def _forget_pool() -> None:
-    global _pool
-    _pool = None  # a forked child has none of its parent's threads
+_pools: dict[str, Any] = {}
+_pools_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+def _forget_pools() -> None:
+    _pools.clear()  # a forked child has none of its parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_pools)
 
 
 def _gevent_serving() -> bool:
@@ -49,15 +51,16 @@ def _gevent_serving() -> bool:
     return bool(monkey.is_module_patched("threading"))
 
 
-def _threads() -> Any:
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
+def _threads(name: str, size: int) -> Any:
+    pool = _pools.get(name)
+    if pool is None:
+        with _pools_lock:
+            pool = _pools.get(name)
+            if pool is None:
                 from gevent.threadpool import ThreadPool
 
-                _pool = ThreadPool(THREADS)
-    return _pool
+                pool = _pools[name] = ThreadPool(size)
+    return pool
 
 
 def offload(work: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -65,9 +68,8 @@ def offload(work: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     result is returned and its exception raised to the caller either way."""
     if not _gevent_serving():
         return work(*args, **kwargs)
-    result: T = _threads().apply(work, args, kwargs)
+    result: T = _threads("work", THREADS).apply(work, args, kwargs)
     return result
-
 
 
 class _OSThreads(Executor):
@@ -85,13 +87,13 @@ class _OSThreads(Executor):
             except BaseException as error:
                 future.set_exception(error)
 
-        _threads().spawn(run)
+        _threads("checks", CHECK_THREADS).spawn(run)
         return future
 
 
 def os_thread_executor() -> contextlib.AbstractContextManager[Executor | None]:
     """For a library that runs an event loop in the serving thread and hands its synchronous
-    work to an executor (django-health-check): under gevent, the pool's real threads, for the
+    work to an executor (django-health-check): under gevent, real threads of their own, for the
     default executor's threads would be greenlets of the loop's own thread, where Django
     refuses every database call. Otherwise ``None``: the loop's default executor."""
     if not _gevent_serving():

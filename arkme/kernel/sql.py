@@ -55,9 +55,10 @@ def hot_cursor() -> Iterator[Any]:
 
     Opening and closing a Django cursor costs 40-80 µs of CPU with psycopg 3, more than some
     of these statements take to run, and a call ran five to seven of them. The cursor is kept
-    per connection (connections are per thread) and made anew when the connection is; it is
-    not used while statements are being logged (tests counting them, DEBUG), and a nested
-    use gets a cursor of its own. Each user must fetch its results inside the block.
+    per connection (connections are per thread, per greenlet under gevent workers) and made
+    anew when the connection is; it is not used while statements are being logged (tests
+    counting them, DEBUG), and a nested use gets a cursor of its own. Each user must fetch its
+    results inside the block.
     """
     if connection.queries_logged:
         with connection.cursor() as cursor:

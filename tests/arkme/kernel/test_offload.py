@@ -82,7 +82,7 @@ def test_under_gevent_the_work_runs_on_real_threads_and_the_process_serves_meanw
     assert done.stdout.strip() == "True", done.stdout + done.stderr[-2000:]
 
 
-def test_a_forked_child_starts_without_its_parents_pool(monkeypatch):
-    monkeypatch.setattr(offload_module, "_pool", object())
-    offload_module._forget_pool()
-    assert offload_module._pool is None
+def test_a_forked_child_starts_without_its_parents_pools(monkeypatch):
+    monkeypatch.setitem(offload_module._pools, "work", object())
+    offload_module._forget_pools()
+    assert offload_module._pools == {}
