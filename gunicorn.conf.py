@@ -65,3 +65,11 @@ def child_exit(server, worker):
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
+
+
+def worker_exit(server, worker):
+    """Collect what the last requests left while the worker's greenlets can still run: Celery's
+    task results unsubscribe when collected, which fails once gevent is finalizing them."""
+    import gc
+
+    gc.collect()

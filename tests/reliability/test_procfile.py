@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -124,3 +125,14 @@ def test_web_worker_and_beat_run_a_gallery_flow_together(deployment):
     assert "beat: Starting" in logs["beat"].read_text()
     assert all(process.poll() is None for process in processes.values()), {
         name: logs[name].read_text()[-1000:] for name, process in processes.items() if process.poll() is not None}
+    # Drawings rendered by the worker, three prepares at once in the one web process.
+    (workspace / "drawing.svg").write_bytes(images.svg())
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(lambda _: call(port, key, "POST", add, {"arguments": {
+            "action": "prepare", "extension": extension, "source": "workspace",
+            "workspace_paths": ["drawing.svg"]}}), range(3)))
+    assert [status for status, _, _ in answers] == [200] * 3, answers
+    # A graceful stop is clean: nothing the last requests left behind fails as the worker exits.
+    os.killpg(processes["web"].pid, signal.SIGTERM)
+    assert processes["web"].wait(timeout=30) == 0
+    assert "Traceback" not in logs["web"].read_text(), logs["web"].read_text()[-3000:]
