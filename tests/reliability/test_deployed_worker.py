@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from tests.support import images
-from tests.support.live import call, deployment, gunicorn, listening
+from tests.support.live import call, deployment, gallery_add, gunicorn, listening
 from tests.support.services import require_service
 
 POSTGRES = os.environ.get("DATABASE_URL", "") if os.environ.get("DATABASE_URL", "").startswith("postgres") \
@@ -62,17 +62,8 @@ def test_a_gallery_flow_decodes_renders_and_stores_under_the_deployed_worker(ser
     assert status == 201, opened
     session = opened["session"]
     assert call(port, key, "PUT", f"sessions/{session}/phases/attachments")[0] == 200
-    add = f"sessions/{session}/tools/arkme_extension_preview_add/execute"
-    extension = world["extensions"]["alice-ext"]
-    status, _, prepared = call(port, key, "POST", add, {"arguments": {
-        "action": "prepare", "extension": extension, "source": "workspace",
-        "workspace_paths": ["photo.jpg", "drawing.svg"]}})
-    assert status == 200, prepared
-    assert call(port, key, "POST", f"sessions/{session}/messages", {"id": "m1", "text": "确认"})[0] == 201
-    status, _, confirmed = call(port, key, "POST", add, {"arguments": {
-        "action": "confirm", "extension": extension, "operation": prepared["result"]["operation"]}})
-    assert status == 200, confirmed
-    assert confirmed["result"]["added"] == 2
+    confirmed = gallery_add(port, key, session, world["extensions"]["alice-ext"], ["photo.jpg", "drawing.svg"])
+    assert confirmed["added"] == 2
 
 
 def test_a_connection_with_requests_waiting_does_not_keep_the_process_to_itself(served):

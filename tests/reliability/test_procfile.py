@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from tests.support import images
-from tests.support.live import call, free_port, listening, wait_until_listening
+from tests.support.live import call, free_port, gallery_add, listening, wait_until_listening
 from tests.support.services import require_service
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3, pytest.mark.celery_worker]
@@ -105,16 +105,8 @@ def test_web_worker_and_beat_run_a_gallery_flow_together(deployment):
     assert status == 201, opened
     session = opened["session"]
     call(port, key, "PUT", f"sessions/{session}/phases/attachments")
-    add = f"sessions/{session}/tools/arkme_extension_preview_add/execute"
     extension = world["extensions"]["alice-ext"]
-    status, _, prepared = call(port, key, "POST", add, {"arguments": {
-        "action": "prepare", "extension": extension, "source": "workspace", "workspace_paths": ["shot.png"]}})
-    assert status == 200, prepared
-    assert call(port, key, "POST", f"sessions/{session}/messages", {"id": "m1", "text": "确认"})[0] == 201
-    status, _, confirmed = call(port, key, "POST", add, {"arguments": {
-        "action": "confirm", "extension": extension, "operation": prepared["result"]["operation"]}})
-    assert status == 200, confirmed
-    assert confirmed["result"]["added"] == 1
+    assert gallery_add(port, key, session, extension, ["shot.png"])["added"] == 1
     stored = [item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
     assert any(key.startswith("blobs/") for key in stored), stored
     # The blob was stored by the worker process, not in the web process.
@@ -127,6 +119,7 @@ def test_web_worker_and_beat_run_a_gallery_flow_together(deployment):
         name: logs[name].read_text()[-1000:] for name, process in processes.items() if process.poll() is not None}
     # Drawings rendered by the worker, three prepares at once in the one web process.
     (workspace / "drawing.svg").write_bytes(images.svg())
+    add = f"sessions/{session}/tools/arkme_extension_preview_add/execute"
     with ThreadPoolExecutor(3) as pool:
         answers = list(pool.map(lambda _: call(port, key, "POST", add, {"arguments": {
             "action": "prepare", "extension": extension, "source": "workspace",

@@ -46,6 +46,20 @@ def call(port: int, key: str, method: str, path: str, body: dict | None = None) 
     return response.status, response.getheader("Content-Type", ""), json.loads(raw) if raw else {}
 
 
+def gallery_add(port: int, key: str, session: str, extension: str, paths: list[str]) -> dict:
+    """Workspace images into an extension's gallery over HTTP: prepare, the human's 确认, and
+    confirm; the confirm's result."""
+    add = f"sessions/{session}/tools/arkme_extension_preview_add/execute"
+    status, _, prepared = call(port, key, "POST", add, {"arguments": {
+        "action": "prepare", "extension": extension, "source": "workspace", "workspace_paths": paths}})
+    assert status == 200, prepared
+    assert call(port, key, "POST", f"sessions/{session}/messages", {"id": "m1", "text": "确认"})[0] == 201
+    status, _, confirmed = call(port, key, "POST", add, {"arguments": {
+        "action": "confirm", "extension": extension, "operation": prepared["result"]["operation"]}})
+    assert status == 200, confirmed
+    return confirmed["result"]
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
