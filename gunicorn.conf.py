@@ -15,10 +15,11 @@ from gunicorn.workers.ggevent import GeventWorker
 
 
 class Worker(GeventWorker):
-    """gunicorn's gevent worker, closing the database connections a client connection's
-    requests opened when it ends. Django keeps one connection per thread, here per greenlet,
-    and a greenlet that ends takes no request's end with it to close its connection: without
-    this, every client connection would leave one open until the process exits."""
+    """gunicorn's gevent worker, taking turns between connections and closing the database
+    connections a client connection's requests opened when it ends. Django keeps one
+    connection per thread, here per greenlet, and a greenlet that ends takes no request's end
+    with it to close its connection: without this, every client connection would leave one
+    open until the process exits."""
 
     def handle_request(self, listener_name, req, sock, addr):
         try:
