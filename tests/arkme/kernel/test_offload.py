@@ -1,6 +1,7 @@
 """Long native work leaves the serving thread under gevent, and stays where it is otherwise."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -83,6 +84,11 @@ def test_under_gevent_the_work_runs_on_real_threads_and_the_process_serves_meanw
 
 
 def test_a_forked_child_starts_without_its_parents_pools(monkeypatch):
+    """Through the fork hook itself: a child's pools would hold threads it does not have."""
     monkeypatch.setitem(offload_module._pools, "work", object())
-    offload_module._forget_pools()
-    assert offload_module._pools == {}
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit status only
+        os._exit(0 if offload_module._pools == {} else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert "work" in offload_module._pools  # the parent keeps its own
