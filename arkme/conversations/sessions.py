@@ -15,7 +15,7 @@ from arkme.accounts.models import Account
 from arkme.accounts.selectors import account_by_public_id
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidRequest, NotAuthenticated, NotFound
 from arkme.kernel.profiles import Profile
-from arkme.kernel.sql import column, field_of, from_row, hot_cursor, table
+from arkme.kernel.sql import column, default_db, field_of, from_row, hot_cursor, table
 
 from .attachments import delete_attachments
 from .clients import client_for_key, client_key_digest
@@ -91,11 +91,12 @@ def _session_select(vendor: str) -> str:
 
 
 def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -> AgentSession | None:
+    db = default_db()
     params: list[str | int]
     if client is None:
-        sql, params = _keyed_session_sql(connection.vendor), [key_hash, public_id]
+        sql, params = _keyed_session_sql(db.vendor), [key_hash, public_id]
     else:
-        sql, params = _session_sql(connection.vendor), [client.pk, public_id]
+        sql, params = _session_sql(db.vendor), [client.pk, public_id]
     with hot_cursor() as cursor:
         # A cursor, not Model.objects.raw(): this runs on every DSH call, and the raw query set
         # cost more to set up than the statement does to run (docs/PERFORMANCE.md).
@@ -103,9 +104,9 @@ def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -
         row = cursor.fetchone()
     if row is None:
         return None
-    session = from_row(AgentSession, _SESSION_FIELDS, row[:len(_SESSION_FIELDS)])
+    session = from_row(AgentSession, _SESSION_FIELDS, row[:len(_SESSION_FIELDS)], db)
     # The account as select_related would have attached it, with only these columns loaded.
-    session.account = Account.from_db(connection.alias, ["id", "public_id", "is_active"],
+    session.account = Account.from_db(db.alias, ["id", "public_id", "is_active"],
                                       [session.account_id, row[-2], bool(row[-1])])
     return session
 
@@ -138,20 +139,21 @@ def session_for_key(key: str, public_id: str) -> tuple[DshClient, AgentSession]:
             raise NotAuthenticated("The client key is not valid.")
         return client, session_for_client(client, public_id)
     # Only the id: the call needs no more of the client than whose it is.
-    client = DshClient.from_db(connection.alias, ["id"], [session.client_id])
+    client = DshClient.from_db(session._state.db, ["id"], [session.client_id])
     return client, _checked(session)
 
 
 def _checked(session: AgentSession | None) -> AgentSession:
     # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
-    if (session is None or session.closed_at is not None or session.last_seen_at < _idle_cutoff()
+    now = timezone.now()
+    if (session is None or session.closed_at is not None
+            or session.last_seen_at < now - timedelta(seconds=settings.ARKME_SESSION_IDLE_SECONDS)
             or not session.account.is_active):
         raise NotFound("No such session.", code=ErrorCode.UNKNOWN_SESSION)
-    now = timezone.now()
     if now - session.last_seen_at > TOUCH_INTERVAL:
+        db = default_db()
         with hot_cursor() as cursor:
-            cursor.execute(_touch_sql(connection.vendor),
-                           [connection.ops.adapt_datetimefield_value(now), session.pk])
+            cursor.execute(_touch_sql(db.vendor), [db.ops.adapt_datetimefield_value(now), session.pk])
         session.last_seen_at = now
     return session
 

@@ -6,6 +6,7 @@ bound through the salt, so a ref presented by anyone else fails its signature.
 """
 from __future__ import annotations
 
+import binascii
 import hashlib
 import hmac
 import json
@@ -37,16 +38,26 @@ def ref_signer(salt: str) -> Callable[[dict[str, str]], str]:
     if signer.algorithm != "sha256":  # never, unless Django changes its default
         return lambda payload: signer.sign_object(payload, compress=False)
     derived = hashlib.sha256(f"{salt}signer".encode() + force_bytes(signer.key)).digest()
-    keyed = hmac.new(derived, digestmod=hashlib.sha256)
-    stamp = f"{signer.sep}{signer.timestamp()}"
+    stamp = f"{signer.sep}{signer.timestamp()}".encode()
+    sep = signer.sep.encode()
 
     def sign(payload: dict[str, str]) -> str:
-        value = signing.b64_encode(json.dumps(payload, separators=(",", ":")).encode("latin-1")).decode() + stamp
-        mac = keyed.copy()
-        mac.update(value.encode())
-        return f"{value}{signer.sep}{signing.b64_encode(mac.digest()).decode()}"
+        # Django's JSONSerializer and b64_encode, and salted_hmac's HMAC as one OpenSSL call.
+        value = _b64(_encode_json(payload).encode("latin-1")) + stamp
+        return (value + sep + _b64(hmac.digest(derived, value, "sha256"))).decode()
 
     return sign
+
+
+# One encoder for every ref: json.dumps builds a new one per call when given separators.
+_encode_json = json.JSONEncoder(separators=(",", ":")).encode
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _b64(data: bytes) -> bytes:
+    """``django.core.signing.b64_encode``: URL-safe base64 without padding (padding only
+    ever trails, so stripping the right end is stripping both)."""
+    return binascii.b2a_base64(data, newline=False).translate(_URLSAFE).rstrip(b"=")
 
 
 def sign_ref(payload: dict[str, str], *, salt: str) -> str:

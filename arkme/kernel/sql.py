@@ -5,7 +5,8 @@ import functools
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 
 
@@ -41,12 +42,22 @@ def _converters(model: type[Model], names: tuple[str, ...], vendor: str) -> tupl
     return tuple(converter(name) for name in names)
 
 
-def from_row(model: type[M], names: tuple[str, ...], values: Sequence[Any]) -> M:
+def from_row(model: type[M], names: tuple[str, ...], values: Sequence[Any],
+             db: BaseDatabaseWrapper | None = None) -> M:
     """A model instance from the columns of ``names`` in a row read with SQL written once per
-    vendor: what ``Model.objects.raw()`` builds, without setting up a raw query set per read."""
+    vendor: what ``Model.objects.raw()`` builds, without setting up a raw query set per read.
+    ``db`` is the connection the row came from, when the caller already holds it."""
+    db = db or default_db()
     converted = [convert(value) if convert else value
-                 for convert, value in zip(_converters(model, names, connection.vendor), values, strict=True)]
-    return model.from_db(connection.alias, names, converted)
+                 for convert, value in zip(_converters(model, names, db.vendor), values, strict=True)]
+    return model.from_db(db.alias, names, converted)
+
+
+def default_db() -> BaseDatabaseWrapper:
+    """The default connection itself. Every attribute read through ``django.db.connection``
+    looks the connection up again (a thread-local, or greenlet-local, read of about a
+    microsecond); the statements every DSH call runs hold it once instead."""
+    return connections[DEFAULT_DB_ALIAS]
 
 
 @contextmanager
@@ -60,19 +71,20 @@ def hot_cursor() -> Iterator[Any]:
     counting them, DEBUG), and a nested use gets a cursor of its own. Each user must fetch its
     results inside the block.
     """
-    if connection.queries_logged:
-        with connection.cursor() as cursor:
+    db = default_db()
+    if db.queries_logged:
+        with db.cursor() as cursor:
             yield cursor
         return
-    connection.ensure_connection()
-    kept = getattr(connection, "_arkme_hot_cursor", None)
-    if kept is None or kept[0] is not connection.connection or kept[2]:
+    db.ensure_connection()
+    kept = getattr(db, "_arkme_hot_cursor", None)
+    if kept is None or kept[0] is not db.connection or kept[2]:
         if kept is not None and kept[2]:  # in use further up the stack
-            with connection.cursor() as cursor:
+            with db.cursor() as cursor:
                 yield cursor
             return
-        kept = [connection.connection, connection.cursor(), False]
-        connection._arkme_hot_cursor = kept  # type: ignore[attr-defined]
+        kept = [db.connection, db.cursor(), False]
+        db._arkme_hot_cursor = kept  # type: ignore[attr-defined]
     kept[2] = True
     try:
         yield kept[1]

@@ -6,7 +6,10 @@ from django.core import signing
 
 from arkme.kernel.signing import RefExpired, RefInvalid, load_ref, ref_signer
 
-PAYLOADS = [{"c": "cht_abc"}, {"g": "grp_x1"}, {"c": "chat with spaces/and+signs"}, {"a": "1", "b": "2"}]
+PAYLOADS = [{"c": "cht_abc"}, {"g": "grp_x1"}, {"c": "chat with spaces/and+signs"}, {"a": "1", "b": "2"},
+            # base64 that needs the URL-safe alphabet ("???" and ">>>" encode to "/" and "+"),
+            # non-ASCII that JSON escapes, and every padding length
+            {"c": "???>>>"}, {"c": "ünï\u2028"}, *({"c": "x" * n} for n in range(4))]
 SALTS = ["arkme.groups.candidate_ref:acc_1:grp_2", "arkme.groups.source_ref:acc_9", "s", "salt with ünïcode"]
 
 
