@@ -1,17 +1,21 @@
 import os
 
-from django.urls import path
+from django.urls import include, path
 
 from arkme.urls import urlpatterns as product
 
 from .bare import BareSessionView, FloorCandidatesView
 from .web_floors import FloorContextView, FloorSessionView
 
+# Under one prefix, so the product's requests pass one pattern of the bench's, not four,
+# before they reach its own as they do in production.
 urlpatterns = [
-    path("bench/bare/<str:session>", BareSessionView.as_view()),
-    path("bench/floor/<str:session>/candidates", FloorCandidatesView.as_view()),
-    path("bench/floor/session/<str:session>", FloorSessionView.as_view()),
-    path("bench/floor/<str:session>/context", FloorContextView.as_view()),
+    path("bench/", include([
+        path("bare/<str:session>", BareSessionView.as_view()),
+        path("floor/<str:session>/candidates", FloorCandidatesView.as_view()),
+        path("floor/session/<str:session>", FloorSessionView.as_view()),
+        path("floor/<str:session>/context", FloorContextView.as_view()),
+    ])),
     *product,
 ]
 

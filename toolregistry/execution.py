@@ -13,7 +13,7 @@ from arkme.accounts.models import AccountKey
 from arkme.conversations.models import AgentSession, DshClient, SessionKey
 from arkme.kernel.errors import ArkmeError, UnknownTool
 from arkme.kernel.metrics import APPROVALS, TOOL_CALLS, TOOL_SECONDS
-from arkme.kernel.tracing import tracer
+from arkme.kernel.tracing import span as traced_span
 
 from .approvals import SealedApproval, approval_consume, approval_issue, approval_void
 from .arguments import arguments_digest, validate_arguments
@@ -58,8 +58,7 @@ def approval_card(session: AgentSession, tool: CompiledTool, arguments: Any) -> 
 def tool_pre_execute(*, session: AgentSession, name: str, arguments: Any) -> dict[str, Any]:
     """The approval decision: allow, ask (with a card and an approval), or deny with an error."""
     tool = visible_tool(session, name)
-    with tracer.start_as_current_span(f"pre_execute {tool.metadata.name}", attributes={
-            "gen_ai.tool.name": tool.metadata.name}) as span:
+    with traced_span(f"pre_execute {tool.metadata.name}", {"gen_ai.tool.name": tool.metadata.name}) as span:
         decision = _pre_execute(session, tool, arguments)
         span.set_attribute("arkme.decision", decision["decision"])
         return decision
@@ -119,7 +118,7 @@ def tool_execute(*, client: DshClient, session: AgentSession, name: str, argumen
     """Run a call, as the GenAI conventions' ``execute_tool`` span."""
     known = session_toolset(session).get(str(name))
     label = known.metadata.name if known is not None else "unknown"
-    with tracer.start_as_current_span(f"execute_tool {label}", attributes={
+    with traced_span(f"execute_tool {label}", {
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": label, "gen_ai.tool.type": "function",
             "arkme.surface": str(surface)}) as span:
         result = _execute(client=client, session=session, name=name, arguments=arguments, approval=approval,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import re
-import uuid
+import secrets
 from typing import Any, Callable
 
 from django.core.exceptions import DisallowedHost
@@ -44,7 +44,7 @@ class RequestIdMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         offered = request.headers.get(HEADER, "")
-        request_id = offered if _ACCEPTED.fullmatch(offered) else uuid.uuid4().hex
+        request_id = offered if _ACCEPTED.fullmatch(offered) else secrets.token_hex(16)
         token = _request_id.set(request_id)
         try:
             at = _served_at.set(f"{request.scheme}://{request.get_host()}")

@@ -129,3 +129,26 @@ def test_a_configured_process_exports_over_otlp():
     out = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert out.split() == ["TracerProvider", "arkme-tool-registry"]
+
+
+def test_without_a_provider_spans_are_skipped_not_attached(monkeypatch):
+    from arkme.kernel import tracing
+
+    def attached(*args, **kwargs):
+        raise AssertionError("a no-op span was attached to the context")
+
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: trace.ProxyTracerProvider())
+    monkeypatch.setattr(tracing.tracer, "start_as_current_span", attached)
+    with tracing.span("execute_tool x", {"gen_ai.tool.name": "x"}) as span:
+        assert span is trace.INVALID_SPAN and not span.is_recording()
+        span.set_attribute("error.type", "x")  # what callers do on a refusal: a no-op
+        assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+def test_with_a_provider_spans_are_recorded(spans):
+    from arkme.kernel import tracing
+
+    with tracing.span("a span", {"gen_ai.tool.name": "x"}, SpanKind.SERVER) as span:
+        assert span.is_recording() and trace.get_current_span() is span
+    (recorded,) = named(spans, "a span")
+    assert recorded.kind is SpanKind.SERVER and recorded.attributes["gen_ai.tool.name"] == "x"

@@ -46,7 +46,8 @@ from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, 
 from arkme.kernel.ids import token_digest
 from arkme.kernel.metrics import APPROVALS
 from arkme.kernel.text import size_text
-from arkme.kernel.tracing import event, tracer
+from arkme.kernel.tracing import event
+from arkme.kernel.tracing import span as traced_span
 
 from ..approvals import SealedApproval
 from ..execution import approval_card, tool_context, tool_declined, tool_execute
@@ -153,7 +154,7 @@ def _server_span(request: HttpRequest, method: str, request_id: str | int, tool:
     if tool is not None:
         attributes.update({"gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool"})
     name = f"{method} {tool}" if tool else method
-    with tracer.start_as_current_span(name, kind=SpanKind.SERVER, attributes=attributes) as span:
+    with traced_span(name, attributes, SpanKind.SERVER) as span:
         yield span
 
 
