@@ -32,8 +32,8 @@ TOUCH_INTERVAL = timedelta(seconds=60)
 PURGE_BATCH = 1000
 
 
-def _idle_cutoff() -> datetime:
-    return timezone.now() - timedelta(seconds=settings.ARKME_SESSION_IDLE_SECONDS)
+def _idle_cutoff(now: datetime | None = None) -> datetime:
+    return (now or timezone.now()) - timedelta(seconds=settings.ARKME_SESSION_IDLE_SECONDS)
 
 
 def session_open(*, client: DshClient, account: str, profile: str | None = None,
@@ -147,7 +147,7 @@ def _checked(session: AgentSession | None) -> AgentSession:
     # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
     now = timezone.now()
     if (session is None or session.closed_at is not None
-            or session.last_seen_at < now - timedelta(seconds=settings.ARKME_SESSION_IDLE_SECONDS)
+            or session.last_seen_at < _idle_cutoff(now)
             or not session.account.is_active):
         raise NotFound("No such session.", code=ErrorCode.UNKNOWN_SESSION)
     if now - session.last_seen_at > TOUCH_INTERVAL:
