@@ -14,13 +14,13 @@ from django.db import connection
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from arkme.accounts.models import AccountKey
 from arkme.kernel.logs import current_request_id
 from arkme.kernel.sql import hot_cursor
 from groups.refs import candidate_ref_maker, read_source_ref
 from groups.selectors import _group_for_member_sql, candidate_chats
+from toolregistry.api.base import DshApiView
 from toolregistry.arguments import integral_numbers
 from toolregistry.audit import writer as audit_writer
 from toolregistry.tools.business.arkme_group_member_candidates import INPUT_SCHEMA
@@ -30,7 +30,7 @@ from .web_floors import _session as floor_session
 _VALIDATOR = Draft202012Validator(INPUT_SCHEMA)
 
 
-class BareSessionView(APIView):
+class BareSessionView(DshApiView):
     """The key and the session read in one raw statement; the session's two columns as JSON."""
 
     authentication_classes = ()
@@ -41,7 +41,7 @@ class BareSessionView(APIView):
         return Response({"public_id": row[1], "profile": row[2]} if row else {}, status=200 if row else 404)
 
 
-class FloorCandidatesView(APIView):
+class FloorCandidatesView(DshApiView):
     authentication_classes = ()
     permission_classes = ()
 

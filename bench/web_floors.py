@@ -26,7 +26,6 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.http import parse_etags
 from jsonschema import Draft202012Validator
-from rest_framework.views import APIView
 
 from arkme.accounts.models import Account
 from arkme.conversations.models import AgentSession, DshClient
@@ -36,6 +35,7 @@ from arkme.kernel.signing import ref_signer
 from arkme.kernel.sql import hot_cursor
 from galleries.models import Blob, Extension, Gallery, GalleryItem
 from groups.models import Group, Membership
+from toolregistry.api.base import DshApiView
 from toolregistry.arguments import arguments_digest, integral_numbers
 from toolregistry.audit import writer as audit_writer
 from toolregistry.metadata import Phase
@@ -129,7 +129,7 @@ def _json(body: Any) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-class FloorSessionView(APIView):
+class FloorSessionView(DshApiView):
     authentication_classes = ()
     permission_classes = ()
 
@@ -172,7 +172,7 @@ def _context(cursor: Any, row: tuple) -> dict[str, Any]:
             "extensions": extensions, "groups": groups}
 
 
-class FloorContextView(APIView):
+class FloorContextView(DshApiView):
     """``arkme_context`` through execute, with or without an ``Idempotency-Key``."""
 
     authentication_classes = ()

@@ -73,8 +73,11 @@ def idempotency_claim(*, client: DshClient, session: AgentSession, key: str, too
             pk = _insert_claim(client, session, key, tool_name, digest)
         return IdempotencyRecord(pk=pk, client_id=client.pk, session_id=session.pk, key=key, tool_name=tool_name,
                                  request_digest=digest), None
-    except IntegrityError:
-        pass
+    except IntegrityError as lost:
+        # The key is taken: a repeat. Django raised the error from a frame that the error's
+        # traceback names; dropping the traceback breaks that cycle, so the call's objects go
+        # when it ends instead of waiting for the garbage collector (see DshApiView).
+        lost.__traceback__ = None
     deadline = time.monotonic() + WAIT_SECONDS
     while True:
         existing = IdempotencyRecord.objects.filter(client=client, session=session, key=key).first()

@@ -1,7 +1,7 @@
 """Bearer client keys for the DSH API."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -46,7 +46,9 @@ class DshClientAuthentication(BaseAuthentication):
                 client = client_for_key(key)  # the key is valid (else 401 above): only the 404 path reads it again
                 if client is None:
                     raise NotAuthenticated("The client key is not valid.") from None
-                return client, missing
+                # Without its traceback: that names this frame, which names the request, and
+                # the request would hold the error that holds it (see DshApiView).
+                return client, missing.with_traceback(None)
         client = client_for_key(key)
         if client is None:
             # Unknown and revoked keys are told apart in the admin, not to the caller.
@@ -60,10 +62,18 @@ class DshClientAuthentication(BaseAuthentication):
 def request_session(request: Request) -> AgentSession:
     """The session the authentication read for this ``session_bound`` view, or its 404."""
     if isinstance(request.auth, NotFound):
-        raise request.auth
+        raise _taken_error(request)
     if not isinstance(request.auth, AgentSession):
         raise TypeError("the view is not session_bound")
     return request.auth
+
+
+def _taken_error(request: Request) -> NotFound:
+    """The 404 the authentication left, taken off the request: raised from there, its
+    traceback would name the request that holds it (see DshApiView)."""
+    error = request.auth
+    request.auth = None
+    return cast(NotFound, error)
 
 
 class DshClientAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]

@@ -13,7 +13,6 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
-from rest_framework.views import APIView
 
 from arkme.conversations.messages import message_record
 from arkme.conversations.models import AgentSession, DshClient
@@ -24,6 +23,7 @@ from ..execution import tool_execute, tool_pre_execute
 from ..sessions import session_toolset
 from . import serializers as s
 from .authentication import request_session
+from .base import DshApiView
 from .idempotency_key import idempotency_key_of
 from .parsers import CompleteMultiPartParser, StrictJSONParser
 
@@ -96,14 +96,14 @@ def catalog_body(catalog: Catalog) -> bytes:
     return cached[1]
 
 
-class CatalogApi(APIView):
+class CatalogApi(DshApiView):
     @extend_schema(operation_id="catalog", responses={200: s.CatalogView, **errors()},
                    summary="The static catalog, the profiles and the default profile")
     def get(self, request: Request) -> HttpResponse:
         return HttpResponse(catalog_body(CATALOG), content_type="application/json")
 
 
-class SessionsApi(APIView):
+class SessionsApi(DshApiView):
     @extend_schema(operation_id="session_open", request=s.SessionOpenRequest,
                    responses={201: s.SessionView, **errors(400, 403, 404)},
                    summary="Open an agent session for an account")
@@ -123,7 +123,7 @@ def _etag_matches(etag: str, if_none_match: str) -> bool:
     return tags == ["*"] or etag in [tag.removeprefix("W/") for tag in tags]
 
 
-class SessionApi(APIView):
+class SessionApi(DshApiView):
     # The session comes from the authentication's one statement (see DshClientAuthentication).
     session_bound = True
 
@@ -154,7 +154,7 @@ class SessionApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class AttachmentsPhaseApi(APIView):
+class AttachmentsPhaseApi(DshApiView):
     @extend_schema(operation_id="attachments_mount", request=None, responses={200: s.SessionView, **errors(404)},
                    summary="Mount the attachments dependency (idempotent)")
     def put(self, request: Request, session: str) -> HttpResponse:
@@ -185,7 +185,7 @@ def _multipart_fields(request: Request) -> dict[str, Any]:
     return payload
 
 
-class MessagesApi(APIView):
+class MessagesApi(DshApiView):
     # The session comes from the authentication's one statement (see DshClientAuthentication).
     session_bound = True
     parser_classes = [StrictJSONParser, CompleteMultiPartParser]
@@ -208,7 +208,7 @@ class MessagesApi(APIView):
                         status=status.HTTP_201_CREATED)
 
 
-class PreExecuteApi(APIView):
+class PreExecuteApi(DshApiView):
     # The session comes from the authentication's one statement (see DshClientAuthentication).
     session_bound = True
 
@@ -223,7 +223,7 @@ class PreExecuteApi(APIView):
         return Response(decision)
 
 
-class ExecuteApi(APIView):
+class ExecuteApi(DshApiView):
     # The session comes from the authentication's one statement (see DshClientAuthentication).
     session_bound = True
 

@@ -1,9 +1,7 @@
 """A chunked request body reaches Django with its length, as if it had been declared."""
 from __future__ import annotations
 
-import io
 import json
-import sys
 
 import pytest
 
@@ -11,22 +9,19 @@ from arkme.conversations.models import CapturedAttachment, Message
 from arkme.kernel.chunked import ChunkedBodies, request_body_limit
 from arkme.wsgi import application
 from tests.support import images
+from tests.support.wsgi import environ as wsgi_environ
 from tests.support.wsgi import requests_keep_the_connection
 
 
 def environ(path: str, body: bytes, *, content_type: str = "application/json", chunked: bool = True,
             terminated: bool = True, **headers: str) -> dict:
     """What gunicorn hands the application: for a chunked body, the decoded bytes, no length."""
-    env = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1",
-           "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "127.0.0.1", "wsgi.url_scheme": "http",
-           "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr, "wsgi.multithread": True,
-           "wsgi.multiprocess": True, "wsgi.run_once": False, "CONTENT_TYPE": content_type, **headers}
+    env = wsgi_environ("POST", path, body, CONTENT_TYPE=content_type, **headers)
     if chunked:
+        del env["CONTENT_LENGTH"]
         env["HTTP_TRANSFER_ENCODING"] = "chunked"
         if terminated:
             env["wsgi.input_terminated"] = True
-    else:
-        env["CONTENT_LENGTH"] = str(len(body))
     return env
 
 
