@@ -36,6 +36,7 @@ from arkme.kernel.sql import hot_cursor
 from galleries.models import Blob, Extension, Gallery, GalleryItem
 from groups.models import Group, Membership
 from toolregistry.api.base import DshApiView
+from toolregistry.api.parsers import loads_strict
 from toolregistry.arguments import arguments_digest, integral_numbers
 from toolregistry.audit import writer as audit_writer
 from toolregistry.metadata import Phase
@@ -185,7 +186,8 @@ class FloorContextView(DshApiView):
             return _error(404)
         if _toolset(row).get("arkme_context") is None:
             return _error(404)
-        arguments = json.loads(request.body or b"{}").get("arguments")
+        # The product's JSON rules (no repeated key, NaN or deep nesting), as its parser applies them.
+        arguments = loads_strict(request.body or b"{}").get("arguments")
         if not _CONTEXT_ARGUMENTS.is_valid(arguments):
             return _error(400)
         arguments = integral_numbers(arguments)  # the product's validation hands the tool ints
