@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Any, Literal, NotRequired, Sequence, TypedDict
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Count, QuerySet
 
 from arkme.accounts.models import AccountIdentity
@@ -104,7 +103,7 @@ def _extension_views_sql(vendor: str) -> str:
 def extension_views(account: AccountIdentity) -> list[ExtensionView]:
     """The account's extensions with their galleries, oldest first, in one statement."""
     with hot_cursor() as cursor:
-        cursor.execute(_extension_views_sql(connection.vendor), [account.pk])
+        cursor.execute(_extension_views_sql(cursor.db.vendor), [account.pk])
         rows = cursor.fetchall()
     views: list[ExtensionView] = []
     capacity = settings.ARKME_GALLERY_CAPACITY

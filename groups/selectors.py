@@ -67,7 +67,7 @@ def _group_refs_sql(vendor: str) -> str:
 
 def group_refs_view(account: AccountIdentity) -> list[GroupRefView]:
     with hot_cursor() as cursor:
-        cursor.execute(_group_refs_sql(connection.vendor), [account.pk])
+        cursor.execute(_group_refs_sql(cursor.db.vendor), [account.pk])
         rows = cursor.fetchall()
     sign = source_ref_maker(account_public_id=account.public_id)
     return [{"name": name, "source_ref": sign(public_id)} for name, public_id in rows]
@@ -114,7 +114,7 @@ def group_for_source_ref(account: AccountIdentity, source_ref: object) -> Group:
     except RefInvalid as exc:
         raise InvalidArguments("The source_ref is not valid.", code=ErrorCode.INVALID_SOURCE_REF, fields=["source_ref"]) from exc
     with hot_cursor() as cursor:
-        cursor.execute(_group_for_member_sql(connection.vendor), [account.pk, group_id])
+        cursor.execute(_group_for_member_sql(cursor.db.vendor), [account.pk, group_id])
         row = cursor.fetchone()
     if row is None:
         raise NotFound("No such group.", code=ErrorCode.UNKNOWN_GROUP)
@@ -182,7 +182,7 @@ def candidate_chats(account: AccountIdentity, group: Group, *, query: str | None
         side_params.append(f"%{connection.ops.prep_for_like_query(query)}%")
     side_params.append(limit + 1)
     with hot_cursor() as cursor:
-        cursor.execute(_candidate_sql(connection.vendor, bool(query)), [*side_params, *side_params, limit + 1])
+        cursor.execute(_candidate_sql(cursor.db.vendor, bool(query)), [*side_params, *side_params, limit + 1])
         return [{"public_id": public_id, "other_name": name} for public_id, name in cursor.fetchall()]
 
 

@@ -46,9 +46,9 @@ def insert_rows(rows: Sequence[Row]) -> None:
     """Insert audit rows, each as ``_COLUMNS`` in order (``session`` as its primary key)."""
     with hot_cursor() as cursor:
         if len(rows) == 1:
-            cursor.execute(_insert_sql(connection.vendor), rows[0])
+            cursor.execute(_insert_sql(cursor.db.vendor), rows[0])
         else:
-            cursor.executemany(_insert_sql(connection.vendor), rows)
+            cursor.executemany(_insert_sql(cursor.db.vendor), rows)
 
 
 def _write_behind_seconds() -> float:

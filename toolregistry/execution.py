@@ -1,6 +1,7 @@
 """Running a tool call: visibility, arguments, idempotency, approval, execution and audit."""
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any
@@ -168,7 +169,15 @@ def _execute(*, client: DshClient, session: AgentSession, name: str, arguments: 
         seconds = time.monotonic() - started
         tool_call_record(session=session, tool_name=str(name), tool_id=tool_id, outcome=outcome,
                          http_status=status, duration_ms=int(seconds * 1000), replayed=replayed, surface=surface)
-        # A known tool's name, never a caller's made-up one: labels stay a closed set.
-        label = (tool_label, outcome, str(surface))
-        TOOL_CALLS.labels(*label).inc()
-        TOOL_SECONDS.labels(*label).observe(seconds)
+        calls, durations = _call_metrics(tool_label, outcome, str(surface))
+        calls.inc()
+        durations.observe(seconds)
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_metrics(tool: str, outcome: str, surface: str) -> tuple[Any, Any]:
+    """The call counter and duration histogram of one label set, found once: ``labels()``
+    takes the metric's lock and builds its key on every call. A known tool's name, never a
+    caller's made-up one, and the closed set of outcomes: the label sets stay few, so the
+    cache's bound is never reached (it is there so a mistake cannot grow it)."""
+    return TOOL_CALLS.labels(tool, outcome, surface), TOOL_SECONDS.labels(tool, outcome, surface)

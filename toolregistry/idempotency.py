@@ -54,7 +54,7 @@ def _insert_claim(client: DshClient, session: AgentSession, key: str, tool_name:
     values: list[Any] = [client.pk, session.pk, key, tool_name, digest, IdempotencyStatus.IN_PROGRESS.value,
               connection.ops.adapt_datetimefield_value(timezone.now())]
     with hot_cursor() as cursor:
-        cursor.execute(_claim_sql(connection.vendor), values)
+        cursor.execute(_claim_sql(cursor.db.vendor), values)
         if connection.features.can_return_columns_from_insert:
             return int(cursor.fetchone()[0])
         return int(cursor.lastrowid)
@@ -104,7 +104,7 @@ def idempotency_complete(record: IdempotencyRecord, result: CallResult) -> None:
     record.response_status, record.response_body = result.status, result.body
     body = connection.ops.adapt_json_value(result.body, IdempotencyRecord._meta.get_field("response_body").encoder)
     with hot_cursor() as cursor:
-        cursor.execute(_complete_sql(connection.vendor), [record.status.value, result.status, body, record.pk])
+        cursor.execute(_complete_sql(cursor.db.vendor), [record.status.value, result.status, body, record.pk])
 
 
 def idempotency_release(record: IdempotencyRecord) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 from typing import TypedDict
 
-from django.db import connection
 from django.db.models import QuerySet
 
 from arkme.kernel.errors import ErrorCode, NotFound
@@ -42,7 +41,7 @@ def _account_view_sql(vendor: str) -> str:
 def account_view_by_pk(pk: int) -> AccountView:
     """The projection of the account with this primary key (the session already checked it)."""
     with hot_cursor() as cursor:
-        cursor.execute(_account_view_sql(connection.vendor), [pk])
+        cursor.execute(_account_view_sql(cursor.db.vendor), [pk])
         row = cursor.fetchone()
     if row is None:
         raise NotFound("No such account.", code=ErrorCode.UNKNOWN_ACCOUNT)

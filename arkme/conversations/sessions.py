@@ -15,7 +15,7 @@ from arkme.accounts.models import Account
 from arkme.accounts.selectors import account_by_public_id
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidRequest, NotAuthenticated, NotFound
 from arkme.kernel.profiles import Profile
-from arkme.kernel.sql import column, default_db, field_of, from_row, hot_cursor, table
+from arkme.kernel.sql import column, default_db, field_of, from_row, hot_cursor, loaded, table
 
 from .attachments import delete_attachments
 from .clients import client_for_key, client_key_digest
@@ -27,6 +27,7 @@ WORKSPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _SESSION_FIELDS = ("id", "public_id", "client_id", "account_id", "profile", "workspace", "attachments_mounted",
                    "last_seen_at", "closed_at")
 SESSION_COLUMNS = (*_SESSION_FIELDS[1:], "account__public_id", "account__is_active")
+_ACCOUNT = AgentSession._meta.get_field("account")
 # Refreshing last_seen_at on every read would turn reads into writes.
 TOUCH_INTERVAL = timedelta(seconds=60)
 PURGE_BATCH = 1000
@@ -105,9 +106,10 @@ def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -
     if row is None:
         return None
     session = from_row(AgentSession, _SESSION_FIELDS, row[:len(_SESSION_FIELDS)], db)
-    # The account as select_related would have attached it, with only these columns loaded.
-    session.account = Account.from_db(db.alias, ["id", "public_id", "is_active"],
-                                      [session.account_id, row[-2], bool(row[-1])])
+    # The account as select_related attaches it (into the relation's cache, not through the
+    # descriptor's checks), with only these columns loaded.
+    _ACCOUNT.set_cached_value(session, loaded(Account, db.alias, ("id", "public_id", "is_active"),
+                                              (session.account_id, row[-2], bool(row[-1]))))
     return session
 
 
@@ -139,7 +141,7 @@ def session_for_key(key: str, public_id: str) -> tuple[DshClient, AgentSession]:
             raise NotAuthenticated("The client key is not valid.")
         return client, session_for_client(client, public_id)
     # Only the id: the call needs no more of the client than whose it is.
-    client = DshClient.from_db(session._state.db, ["id"], [session.client_id])
+    client = loaded(DshClient, str(session._state.db), ("id",), (session.client_id,))
     return client, _checked(session)
 
 

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import functools
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from types import TracebackType
+from typing import Any, Callable, Sequence, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 
 def field_of(model: type[Model], name: str) -> Field[Any, Any]:
@@ -50,7 +52,44 @@ def from_row(model: type[M], names: tuple[str, ...], values: Sequence[Any],
     db = db or default_db()
     converted = [convert(value) if convert else value
                  for convert, value in zip(_converters(model, names, db.vendor), values, strict=True)]
-    return model.from_db(db.alias, names, converted)
+    return loaded(model, db.alias, names, converted)
+
+
+@functools.cache
+def _plain_fields(model: type[Model], names: tuple[str, ...]) -> bool:
+    """Whether ``names`` are attnames of the model's concrete fields and the model keeps
+    Django's own ``__init__``: then an instance is fully described by its ``__dict__``."""
+    attnames = {f.attname for f in model._meta.concrete_fields}
+    return model.__init__ is Model.__init__ and not model._meta.abstract and set(names) <= attnames
+
+
+def loaded(model: type[M], alias: str, names: Sequence[str], values: Sequence[Any]) -> M:
+    """``model.from_db(alias, names, values)``: an instance loaded from the database with only
+    ``names`` set, the rest deferred.
+
+    ``from_db`` goes through ``Model.__init__``, which walks every concrete field and sends
+    ``pre_init`` and ``post_init``; that cost about 4 µs an instance, and each DSH call builds
+    three (the session, its account and its client). What ``__init__`` leaves on such an
+    instance is exactly its ``ModelState`` and one ``__dict__`` entry per loaded attname (a
+    deferred field is one missing from ``__dict__``), so that is written directly. A model
+    with its own ``__init__`` or with receivers of either signal still goes through
+    ``from_db``.
+    """
+    names = tuple(names)
+    # ``receivers`` is every sender's: only when one is connected at all are this model's
+    # looked for (about a microsecond each, twice per instance).
+    if (not _plain_fields(model, names)
+            or (pre_init.receivers and pre_init.has_listeners(model))
+            or (post_init.receivers and post_init.has_listeners(model))):
+        return model.from_db(alias, names, values)
+    instance = model.__new__(model)
+    state = ModelState()
+    state.adding = False
+    state.db = alias
+    attributes = instance.__dict__
+    attributes["_state"] = state
+    attributes.update(zip(names, values, strict=True))
+    return instance
 
 
 def default_db() -> BaseDatabaseWrapper:
@@ -60,8 +99,7 @@ def default_db() -> BaseDatabaseWrapper:
     return connections[DEFAULT_DB_ALIAS]
 
 
-@contextmanager
-def hot_cursor() -> Iterator[Any]:
+class hot_cursor:
     """A cursor for the statements every DSH call runs, kept open on the connection.
 
     Opening and closing a Django cursor costs 40-80 µs of CPU with psycopg 3, more than some
@@ -69,24 +107,33 @@ def hot_cursor() -> Iterator[Any]:
     per connection (connections are per thread, per greenlet under gevent workers) and made
     anew when the connection is; it is not used while statements are being logged (tests
     counting them, DEBUG), and a nested use gets a cursor of its own. Each user must fetch its
-    results inside the block.
+    results inside the block. A class rather than a generator-based context manager: a call
+    enters it four times or more, and the generator's machinery cost more than the rest.
     """
-    db = default_db()
-    if db.queries_logged:
-        with db.cursor() as cursor:
-            yield cursor
-        return
-    db.ensure_connection()
-    kept = getattr(db, "_arkme_hot_cursor", None)
-    if kept is None or kept[0] is not db.connection or kept[2]:
-        if kept is not None and kept[2]:  # in use further up the stack
-            with db.cursor() as cursor:
-                yield cursor
-            return
-        kept = [db.connection, db.cursor(), False]
-        db._arkme_hot_cursor = kept  # type: ignore[attr-defined]
-    kept[2] = True
-    try:
-        yield kept[1]
-    finally:
-        kept[2] = False
+
+    __slots__ = ("_kept", "_own")
+
+    def __enter__(self) -> Any:
+        db = default_db()
+        kept = None
+        if not db.queries_logged:
+            db.ensure_connection()
+            kept = getattr(db, "_arkme_hot_cursor", None)
+            if kept is not None and kept[2]:  # in use further up the stack
+                kept = None
+            elif kept is None or kept[0] is not db.connection:
+                kept = [db.connection, db.cursor(), False]
+                db._arkme_hot_cursor = kept  # type: ignore[attr-defined]
+        self._kept = kept
+        if kept is None:
+            self._own = db.cursor()
+            return self._own.__enter__()
+        kept[2] = True
+        return kept[1]
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if self._kept is None:
+            self._own.__exit__(kind, error, trace)
+        else:
+            self._kept[2] = False

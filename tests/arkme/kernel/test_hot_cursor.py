@@ -3,6 +3,7 @@ with the connection, and never hiding statements from those who count them."""
 from __future__ import annotations
 
 import pytest
+from django.db import Error as DatabaseLibraryError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -50,3 +51,18 @@ def test_statements_are_counted_while_queries_are_logged():
         with hot_cursor() as cursor:
             _one(cursor)
     assert [q["sql"] for q in queries] == ["SELECT 1"]
+
+
+def test_an_error_in_the_block_releases_the_kept_cursor():
+    with pytest.raises(ZeroDivisionError):
+        with hot_cursor() as first:
+            _one(first)
+            raise ZeroDivisionError
+    with hot_cursor() as second:  # free again: not a cursor of its own
+        assert second is first
+        with pytest.raises(ZeroDivisionError):
+            with hot_cursor() as inner:
+                raise ZeroDivisionError
+        with pytest.raises(DatabaseLibraryError):  # the nested use's own cursor was closed on the way out
+            _one(inner)
+        assert _one(second) == 1
