@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.kernel.errors import Conflict, ErrorCode
-from arkme.kernel.sql import column, hot_cursor, table
+from arkme.kernel.sql import column, default_db, hot_cursor, loaded, table
 
 from .models import IdempotencyRecord, IdempotencyStatus
 
@@ -51,28 +51,36 @@ def _complete_sql(vendor: str) -> str:
 
 
 def _insert_claim(client: DshClient, session: AgentSession, key: str, tool_name: str, digest: str) -> int:
+    db = default_db()
     values: list[Any] = [client.pk, session.pk, key, tool_name, digest, IdempotencyStatus.IN_PROGRESS.value,
-              connection.ops.adapt_datetimefield_value(timezone.now())]
+                         db.ops.adapt_datetimefield_value(timezone.now())]
     with hot_cursor() as cursor:
-        cursor.execute(_claim_sql(cursor.db.vendor), values)
-        if connection.features.can_return_columns_from_insert:
+        cursor.execute(_claim_sql(db.vendor), values)
+        if db.features.can_return_columns_from_insert:
             return int(cursor.fetchone()[0])
         return int(cursor.lastrowid)
+
+
+# What a claim's record holds: the call reads nothing else of it before completing it.
+_RECORD_FIELDS = ("id", "client_id", "session_id", "key", "tool_name", "request_digest", "status")
 
 
 def idempotency_claim(*, client: DshClient, session: AgentSession, key: str, tool_name: str,
                       digest: str) -> tuple[IdempotencyRecord | None, CallResult | None]:
     """Claim the key for this call, or return the first call's response to replay."""
+    db = default_db()
     try:
-        if connection.in_atomic_block:
+        if db.in_atomic_block:
             # A savepoint, so that a lost race does not spoil the caller's transaction.
             with transaction.atomic():
                 pk = _insert_claim(client, session, key, tool_name, digest)
         else:
             # Outside a transaction the INSERT is its own: no BEGIN and COMMIT around it.
             pk = _insert_claim(client, session, key, tool_name, digest)
-        return IdempotencyRecord(pk=pk, client_id=client.pk, session_id=session.pk, key=key, tool_name=tool_name,
-                                 request_digest=digest), None
+        # The row as it was written (the rest deferred), not a new instance: the model's
+        # __init__ with keywords walks every field and its default, on every keyed call.
+        return loaded(IdempotencyRecord, db.alias, _RECORD_FIELDS, (
+            pk, client.pk, session.pk, key, tool_name, digest, IdempotencyStatus.IN_PROGRESS)), None
     except IntegrityError as lost:
         # The key is taken: a repeat. Django raised the error from a frame that the error's
         # traceback names; dropping the traceback breaks that cycle, so the call's objects go
@@ -95,6 +103,9 @@ def idempotency_claim(*, client: DshClient, session: AgentSession, key: str, too
         time.sleep(POLL_SECONDS)
 
 
+_RESPONSE_BODY_ENCODER = IdempotencyRecord._meta.get_field("response_body").encoder
+
+
 def idempotency_complete(record: IdempotencyRecord, result: CallResult) -> None:
     """Keep the response for repeats; a dependency failure lets the key go instead."""
     if result.status >= 500:
@@ -102,9 +113,10 @@ def idempotency_complete(record: IdempotencyRecord, result: CallResult) -> None:
         return
     record.status = IdempotencyStatus.COMPLETE
     record.response_status, record.response_body = result.status, result.body
-    body = connection.ops.adapt_json_value(result.body, IdempotencyRecord._meta.get_field("response_body").encoder)
+    db = default_db()
+    body = db.ops.adapt_json_value(result.body, _RESPONSE_BODY_ENCODER)
     with hot_cursor() as cursor:
-        cursor.execute(_complete_sql(cursor.db.vendor), [record.status.value, result.status, body, record.pk])
+        cursor.execute(_complete_sql(db.vendor), [record.status.value, result.status, body, record.pk])
 
 
 def idempotency_release(record: IdempotencyRecord) -> None:

@@ -1,6 +1,7 @@
 """Execute and pre-execute: visibility, arguments, approvals, idempotency and the audit."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -246,3 +247,45 @@ def test_purge_forgets_expired_idempotency_keys(dsh, session, settings):
     assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["new"]
     # An expired key may be used again, for other arguments too.
     assert dsh.execute(session, "arkme_id_change", {"arkme_id": "x_valid1"}, HTTP_IDEMPOTENCY_KEY="old").status_code == 403
+
+
+def _raw_execute(dsh, session, body: bytes, content_type: str, **extra):
+    return dsh.api.generic("POST", dsh.url(f"sessions/{session}/tools/arkme_context/execute"), body,
+                           content_type=content_type, **extra)
+
+
+@pytest.mark.parametrize("body", [
+    b'{"arguments": {}}',
+    b'{"arguments": {}, "arguments": {}}',  # a key named twice
+    b'{"arguments": NaN}',
+    b'{"arguments": {}',
+    b'',
+    b'[]',
+    b'{"arguments": {"x": "\\ud800"}}',  # a lone surrogate
+])
+def test_a_json_body_reads_the_same_with_or_without_media_type_parameters(dsh, session, body):
+    """``application/json`` exactly is read without DRF's parser selection; with a parameter it
+    goes through DRF. Both must answer every body alike."""
+    plain = _raw_execute(dsh, session, body, "application/json")
+    with_charset = _raw_execute(dsh, session, body, "application/json; charset=utf-8")
+    assert plain.status_code == with_charset.status_code
+    assert plain.json() == with_charset.json()
+    assert plain.status_code == (200 if body == b'{"arguments": {}}' else 400)
+
+
+def test_a_body_of_another_media_type_is_415(dsh, session):
+    response = _raw_execute(dsh, session, b'{"arguments": {}}', "text/plain")
+    assert response.status_code == 415
+    assert response.json()["error"]["code"]
+
+
+def test_the_result_is_rendered_as_negotiated(dsh, session):
+    compact = _raw_execute(dsh, session, b'{"arguments": {}}', "application/json")
+    indented = _raw_execute(dsh, session, b'{"arguments": {}}', "application/json",
+                            HTTP_ACCEPT="application/json; indent=2")
+    assert compact["Content-Type"] == indented["Content-Type"] == "application/json"
+    assert b"\n" not in compact.content and b'{"result":{' in compact.content
+    assert indented.content.startswith(b'{\n  "result": {')
+    assert json.loads(indented.content) == json.loads(compact.content)
+    refused = _raw_execute(dsh, session, b'{"arguments": {}}', "application/json", HTTP_ACCEPT="text/html")
+    assert refused.status_code == 406

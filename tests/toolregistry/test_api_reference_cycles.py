@@ -114,4 +114,4 @@ def test_the_check_finds_a_view_left_in_a_cycle(calls, monkeypatch):
     monkeypatch.setattr("toolregistry.api.base.DshApiView.dispatch", APIView.dispatch)
     with requests_keep_the_connection():
         left = left_in_cycles(calls["arkme_context"])
-    assert {"ExecuteApi", "Request", "Response", "AgentSession"} <= set(left)
+    assert {"ExecuteApi", "Request", "AgentSession"} <= set(left)

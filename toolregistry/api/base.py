@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -24,6 +24,21 @@ class DshApiView(APIView):
     contexts and the view's attributes are dropped, every cycle with them, and reference
     counting frees the call's objects as soon as the response is sent.
     """
+
+    def rendered(self, request: Request, body: Any, status: int = 200) -> HttpResponse:
+        """``Response(body, status=status)`` rendered at once: the negotiated renderer (content
+        negotiation ran in ``initial``) with the negotiated media type, so ``indent`` and the
+        renderer's JSON rules hold, in a plain response. A ``Response`` is a template response
+        whose rendering DRF arranges after the view returns; on a call whose body is its
+        result that arrangement cost about 10 µs, more than rendering a small body."""
+        renderer, media_type = request.accepted_renderer, request.accepted_media_type
+        content = renderer.render(body, media_type, self.get_renderer_context())
+        content_type = renderer.media_type
+        if renderer.charset is not None:
+            content_type = f"{content_type}; charset={renderer.charset}"
+            if isinstance(content, str):
+                content = content.encode(renderer.charset)
+        return HttpResponse(content, status=status, content_type=content_type)
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         response: HttpResponseBase = super().dispatch(request, *args, **kwargs)

@@ -6,6 +6,7 @@ from typing import Any, cast
 
 from django.db import transaction
 from django.http import HttpResponse, HttpResponseNotModified
+from django.http.request import RawPostDataException
 from django.utils.http import parse_etags
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -25,7 +26,7 @@ from . import serializers as s
 from .authentication import request_session
 from .base import DshApiView
 from .idempotency_key import idempotency_key_of
-from .parsers import CompleteMultiPartParser, StrictJSONParser
+from .parsers import CompleteMultiPartParser, StrictJSONParser, loads_strict
 
 ERRORS = {
     400: OpenApiResponse(s.ErrorEnvelope, description="Malformed request or arguments."),
@@ -66,12 +67,28 @@ def _validated(serializer_class: type[Serializer], request: Request) -> dict[str
     return cast(dict[str, Any], serializer.validated_data)
 
 
+def _json_data(request: Request) -> Any:
+    """``request.data`` for a body sent as exactly ``application/json``, parsed as the API's
+    one JSON parser parses it, without DRF's per-request parser selection, media type
+    parsing and stream wrapping (about 10 µs of a cheap call, more than the parse itself).
+    Any other body, an empty one included, goes through DRF, which refuses an unsupported
+    media type with its 415 and answers an empty body with ``{}``."""
+    if request.META.get("CONTENT_TYPE") == "application/json":
+        try:
+            raw = request._request.body
+        except RawPostDataException:  # read by someone before: DRF knows what to do
+            return request.data
+        if raw:
+            return loads_strict(raw)
+    return request.data
+
+
 def _call_request(serializer_class: type[s.ArgumentsRequest], request: Request) -> dict[str, Any]:
     """A call's body. The usual well-formed one (an ``arguments`` value and no approval, or a
     null one) is taken as it is: running the serializer over it cost more than a tenth of a
     cheap call and finds nothing. Anything else goes through the serializer, so every refusal
     keeps its field and message."""
-    data = request.data
+    data = _json_data(request)
     if (isinstance(data, dict) and data.get("arguments") is not None and data.get("approval") is None
             and data.keys() <= serializer_class._declared_fields.keys()):
         return {"arguments": data["arguments"]}
@@ -234,11 +251,11 @@ class ExecuteApi(DshApiView):
         responses={200: s.ExecuteResult, **errors(400, 403, 404, 409, 413, 422, 503)},
         summary="Run a tool call",
     )
-    def post(self, request: Request, session: str, name: str) -> Response:
+    def post(self, request: Request, session: str, name: str) -> HttpResponse:
         agent_session = request_session(request)
         data = _call_request(s.ExecuteRequest, request)
         key = idempotency_key_of(request)
         outcome = tool_execute(client=_client(request), session=agent_session, name=name,
                                arguments=data["arguments"], approval=data.get("approval"),
                                idempotency_key=key)
-        return Response(outcome.body, status=outcome.status)
+        return self.rendered(request, outcome.body, outcome.status)
