@@ -19,10 +19,14 @@ from mcp_types import TextContent
 
 from bench.mcp_tools import ECHO, echo
 
+# Each tool's validator, built once as the product builds its own (a validator per call cost
+# the peer about 5 µs more than the check itself).
+_VALIDATORS: dict[str, Draft202012Validator] = {}
+
 
 class SchemaTool(Tool):
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        errors = list(Draft202012Validator(self.parameters).iter_errors(arguments))
+        errors = list(_VALIDATORS[self.name].iter_errors(arguments))
         if errors:
             refusal = {"error": {"code": "invalid_arguments", "message": "The arguments are not valid."}}
             return ToolResult(content=[TextContent(type="text", text=json.dumps(refusal))],
@@ -36,6 +40,7 @@ def peer() -> FastMCP:
     server = FastMCP("peer")
     with open(os.environ["ARKME_BENCH_TOOLS_FILE"], encoding="utf-8") as handle:
         for definition in json.load(handle):
+            _VALIDATORS[definition["name"]] = Draft202012Validator(definition["inputSchema"])
             server.add_tool(SchemaTool(
                 name=definition["name"], title=definition.get("title"), description=definition["description"],
                 parameters=definition["inputSchema"], output_schema=definition.get("outputSchema"),

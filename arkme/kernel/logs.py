@@ -24,7 +24,9 @@ from pythonjsonlogger.json import JsonFormatter
 HEADER = "X-Request-ID"
 _ACCEPTED = re.compile(r"[A-Za-z0-9._-]{8,64}")
 _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("arkme_request_id", default="")
-_served_at: contextvars.ContextVar[str] = contextvars.ContextVar("arkme_served_at", default="")
+# The request being served, for ``served_at``: its host is validated only when asked for, not
+# on every request (one call in thousands builds a link from it).
+_serving: contextvars.ContextVar[HttpRequest | None] = contextvars.ContextVar("arkme_serving", default=None)
 
 
 def current_request_id() -> str:
@@ -34,8 +36,15 @@ def current_request_id() -> str:
 
 def served_at() -> str:
     """The scheme and host the request being served came to (``http://127.0.0.1:8765``), empty
-    outside one. The host has passed ALLOWED_HOSTS."""
-    return _served_at.get()
+    outside one, or when the host does not pass ALLOWED_HOSTS (Django answers such a request
+    400 before any view runs)."""
+    request = _serving.get()
+    if request is None:
+        return ""
+    try:
+        return f"{request.scheme}://{request.get_host()}"
+    except DisallowedHost:
+        return ""
 
 
 class RequestIdMiddleware:
@@ -46,15 +55,12 @@ class RequestIdMiddleware:
         offered = request.headers.get(HEADER, "")
         request_id = offered if _ACCEPTED.fullmatch(offered) else secrets.token_hex(16)
         token = _request_id.set(request_id)
-        try:
-            at = _served_at.set(f"{request.scheme}://{request.get_host()}")
-        except DisallowedHost:
-            at = _served_at.set("")  # Django answers 400 for it further on
+        at = _serving.set(request)
         try:
             response = self.get_response(request)
         finally:
             _request_id.reset(token)
-            _served_at.reset(at)
+            _serving.reset(at)
         response[HEADER] = request_id
         return response
 

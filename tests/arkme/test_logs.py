@@ -70,3 +70,22 @@ def test_a_full_flow_over_both_doors_leaves_nothing_secret_in_the_logs(gs, refs,
     text = "\n".join(json.dumps(line, ensure_ascii=False) for line in lines)
     assert not [secret for secret in secrets if secret in text]
     assert not [leak for line in lines for leak in find_leaks(line, secrets)]
+
+
+def test_where_the_request_was_served_is_its_checked_host(rf, settings):
+    from django.http import HttpResponse
+
+    from arkme.kernel.logs import RequestIdMiddleware, served_at
+
+    seen = []
+
+    def view(request):
+        seen.append(served_at())
+        return HttpResponse()
+
+    middleware = RequestIdMiddleware(view)
+    settings.ALLOWED_HOSTS = ["arkme.example"]
+    middleware(rf.get("/", HTTP_HOST="arkme.example:8443"))
+    middleware(rf.get("/", HTTP_HOST="evil.example"))  # not allowed: never put in a link
+    assert seen == ["http://arkme.example:8443", ""]
+    assert served_at() == ""  # outside a request

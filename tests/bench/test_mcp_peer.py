@@ -40,6 +40,10 @@ def test_the_peer_checks_arguments_and_echoes_like_the_product(tmp_path, monkeyp
     assert good.structured_content == {"echo": "hi"} and not good.is_error
     assert anyio.run(echo.run, {"text": 7}).is_error
     assert anyio.run(echo.run, {"text": "hi", "extra": 1}).is_error
+    # Each tool is checked against its own schema, by a validator built once, not per call.
+    tools = anyio.run(fastmcp_peer.peer().list_tools)
+    assert {tool.name: fastmcp_peer._VALIDATORS[tool.name].schema for tool in tools} == {
+        tool.name: tool.parameters for tool in tools}
 
 
 def test_the_products_side_runs_its_own_path(dsh, world, monkeypatch):
