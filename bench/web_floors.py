@@ -31,7 +31,7 @@ from arkme.accounts.models import Account
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.kernel.ids import token_digest
 from arkme.kernel.logs import current_request_id
-from arkme.kernel.signing import ref_signer
+from arkme.kernel.signing import handle_signer
 from arkme.kernel.sql import hot_cursor
 from galleries.models import Blob, Extension, Gallery, GalleryItem
 from groups.models import Group, Membership
@@ -166,8 +166,8 @@ def _context(cursor: Any, row: tuple) -> dict[str, Any]:
             extensions[-1]["gallery"]["items"].append({"item": item, "position": position, "width": width,
                                                        "height": height, "format": fmt, "bytes": size})
     cursor.execute(_statement("groups"), [account_id])
-    sign = ref_signer(f"arkme.groups.source_ref:{account_public_id}")
-    groups = [{"name": name, "source_ref": sign({"g": public_id})} for name, public_id in cursor.fetchall()]
+    sign = handle_signer(f"arkme.groups.source_ref:{account_public_id}", "g")
+    groups = [{"name": name, "source_ref": sign(public_id)} for name, public_id in cursor.fetchall()]
     return {"account": {"display_name": display_name, "arkme_id": arkme_id,
                         "arkme_id_changeable": changed_at is None},
             "extensions": extensions, "groups": groups}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from arkme.kernel.signing import load_ref, ref_signer, sign_ref
+from arkme.kernel.signing import handle_signer, load_ref, sign_ref
 
 SOURCE_REF_MAX_AGE = 24 * 3600
 CANDIDATE_REF_MAX_AGE = 3600
@@ -24,8 +24,7 @@ def make_source_ref(*, account_public_id: str, group_public_id: str) -> str:
 
 def source_ref_maker(*, account_public_id: str) -> Callable[[str], str]:
     """Signs source refs (each a group's public id) for one account: one derived key for a list."""
-    sign = ref_signer(_source_salt(account_public_id))
-    return lambda group_public_id: sign({"g": group_public_id})
+    return handle_signer(_source_salt(account_public_id), "g")
 
 
 def read_source_ref(value: object, *, account_public_id: str) -> str:
@@ -35,8 +34,7 @@ def read_source_ref(value: object, *, account_public_id: str) -> str:
 
 def candidate_ref_maker(*, account_public_id: str, group_public_id: str) -> Callable[[str], str]:
     """Signs candidate refs (each a private chat's public id) for one account and group."""
-    sign = ref_signer(_candidate_salt(account_public_id, group_public_id))
-    return lambda chat_public_id: sign({"c": chat_public_id})
+    return handle_signer(_candidate_salt(account_public_id, group_public_id), "c")
 
 
 def read_candidate_ref(value: object, *, account_public_id: str, group_public_id: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from django.core import signing
 
-from arkme.kernel.signing import RefExpired, RefInvalid, load_ref, ref_signer
+from arkme.kernel.signing import RefExpired, RefInvalid, handle_signer, load_ref, ref_signer
 
 PAYLOADS = [{"c": "cht_abc"}, {"g": "grp_x1"}, {"c": "chat with spaces/and+signs"}, {"a": "1", "b": "2"},
             # base64 that needs the URL-safe alphabet ("???" and ">>>" encode to "/" and "+"),
@@ -19,6 +19,27 @@ def test_a_ref_is_byte_for_byte_what_django_signs(salt, monkeypatch):
     sign = ref_signer(salt)
     for payload in PAYLOADS:
         assert sign(payload) == signing.TimestampSigner(salt=salt).sign_object(payload, compress=False)
+
+
+@pytest.mark.parametrize("salt", SALTS)
+def test_a_handle_ref_is_byte_for_byte_what_django_signs(salt, monkeypatch):
+    monkeypatch.setattr(signing.TimestampSigner, "timestamp", lambda self: "1xZC0u")
+    for payload in [p for p in PAYLOADS if len(p) == 1] + [{"ü\"key": "v"}, {"k": "quote\" and \\ back"}]:
+        [(key, handle)] = payload.items()
+        assert handle_signer(salt, key)(handle) == signing.TimestampSigner(salt=salt).sign_object(
+            payload, compress=False)
+
+
+def test_signers_fall_back_to_django_when_its_algorithm_is_not_sha256(monkeypatch):
+    class Sha512Signer(signing.TimestampSigner):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, algorithm="sha512", **kwargs)
+
+    monkeypatch.setattr(signing, "TimestampSigner", Sha512Signer)
+    for ref in (ref_signer("s")({"c": "x"}), handle_signer("s", "c")("x")):
+        assert ref == Sha512Signer(salt="s").sign_object({"c": "x"}, compress=False)
+        assert len(ref.rsplit(":", 1)[1]) == 86  # a SHA-512 HMAC, not the fast path's SHA-256
+        assert load_ref(ref, salt="s", max_age=60, key="c") == "x"
 
 
 def test_the_secret_key_is_part_of_the_derived_key(settings):
