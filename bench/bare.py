@@ -3,13 +3,14 @@
 ``BareSessionView`` is the throughput baseline: a bare DRF view that checks the client key
 and reads the session in one raw SQL statement. ``FloorCandidatesView`` is not a goal but a yardstick: the least a
 candidates call can do under the same contract: the product's own statements and signing
-(the key and the session in one statement, the group with membership and size, the
-candidate query, one signed ref each, the audit row handed to the product's audit writer) and the arguments' schema, with none of its layers between (no
+(the key and the session in one statement, the group with membership and size and the
+candidates in another, one signed ref each, the audit row handed to the product's audit writer) and the arguments' schema, with none of its layers between (no
 serializer, catalog, Port or execution bookkeeping). The product's candidates figure is
 reported against it too.
 """
 import time
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 from jsonschema import Draft202012Validator
@@ -19,7 +20,7 @@ from arkme.accounts.models import AccountKey
 from arkme.kernel.logs import current_request_id
 from arkme.kernel.sql import hot_cursor
 from groups.refs import candidate_ref_maker, read_source_ref
-from groups.selectors import _group_for_member_sql, candidate_chats
+from groups.selectors import _IS_MEMBER, _candidates_sql
 from toolregistry.api.base import DshApiView
 from toolregistry.arguments import integral_numbers
 from toolregistry.audit import writer as audit_writer
@@ -56,18 +57,19 @@ class FloorCandidatesView(DshApiView):
         arguments = integral_numbers(arguments)  # the product's validation hands the tool ints
         account = AccountKey(row[8], row[9])
         group_id = read_source_ref(arguments["source_ref"], account_public_id=account.public_id)
-        with hot_cursor() as cursor:
-            cursor.execute(_group_for_member_sql(connection.vendor), [account.pk, group_id])
-            group = cursor.fetchone()
-        if group is None or not group[-1]:  # no such group, or not a member
-            return Response({}, status=404 if group is None else 403)
         limit = arguments.get("limit", 50)
-        found = candidate_chats(account, type("GroupKey", (), {"pk": group[0]}), query=None, limit=limit)
+        side = [account.pk, settings.ARKME_CANDIDATE_RECENT_CHATS, True, limit + 1]
+        with hot_cursor() as cursor:  # the group, membership, size and the candidates: one statement
+            cursor.execute(_candidates_sql(connection.vendor, False), [account.pk, group_id, *side, *side, limit + 1])
+            rows = cursor.fetchall()
+        if not rows or not rows[0][_IS_MEMBER]:  # no such group, or not a member
+            return Response({}, status=404 if not rows else 403)
+        group = rows[0]
+        found = [row[_IS_MEMBER + 1:] for row in rows[1:]]
         sign = candidate_ref_maker(account_public_id=account.public_id, group_public_id=group[1])
         body = {"result": {
-            "group": {"name": group[2], "join_policy": group[3], "member_count": group[-2]},
-            "candidates": [{"candidate_ref": sign(c["public_id"]), "display_name": c["other_name"]}
-                           for c in found[:limit]],
+            "group": {"name": group[2], "join_policy": group[3], "member_count": group[_IS_MEMBER - 1]},
+            "candidates": [{"candidate_ref": sign(public_id), "display_name": name} for public_id, name in found[:limit]],
             "truncated": len(found) > limit,
         }}
         audit_writer.add((

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime, timedelta
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, Sequence, TypedDict
 
 from django.conf import settings
 from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q, QuerySet
 
 from arkme.accounts.models import Account, AccountIdentity
@@ -86,13 +87,14 @@ _table, _column = table, column
 
 
 _GROUP_FIELDS = tuple(f.attname for f in Group._meta.concrete_fields)
+_IS_MEMBER = len(_GROUP_FIELDS)  # the column after the group's in _group_for_member_sql
 
 
 @functools.cache
 def _group_for_member_sql(vendor: str) -> str:
     """The group (its size is a column) and whether the account belongs to it, in one statement.
 
-    Written once as SQL, for the reason given on ``_candidate_sql``.
+    Written once as SQL, for the reason given on ``_candidates_sql``, which reads it as its CTE.
     """
     group_pk, group_fk, account_fk = _column(Group, "id"), _column(Membership, "group"), _column(Membership, "account")
     columns = ", ".join(f"g.{_column(Group, name)}" for name in _GROUP_FIELDS)
@@ -104,30 +106,38 @@ def _group_for_member_sql(vendor: str) -> str:
     )
 
 
-def group_for_source_ref(account: AccountIdentity, source_ref: object) -> Group:
-    """Fetch-and-authorise: the group a source ref names, for a current member only."""
+def _group_public_id(account: AccountIdentity, source_ref: object) -> str:
     try:
-        group_id = read_source_ref(source_ref, account_public_id=account.public_id)
+        return read_source_ref(source_ref, account_public_id=account.public_id)
     except RefExpired as exc:
         raise InvalidArguments("The source_ref has expired; call arkme_context again.", code=ErrorCode.EXPIRED_SOURCE_REF,
                                fields=["source_ref"]) from exc
     except RefInvalid as exc:
         raise InvalidArguments("The source_ref is not valid.", code=ErrorCode.INVALID_SOURCE_REF, fields=["source_ref"]) from exc
-    with hot_cursor() as cursor:
-        cursor.execute(_group_for_member_sql(cursor.db.vendor), [account.pk, group_id])
-        row = cursor.fetchone()
+
+
+def _member_group(row: Sequence[Any] | None, db: BaseDatabaseWrapper) -> Group:
+    """The group from a row of ``_group_for_member_sql``'s columns, for a current member only."""
     if row is None:
         raise NotFound("No such group.", code=ErrorCode.UNKNOWN_GROUP)
-    if not row[-1]:  # is_member
+    if not row[_IS_MEMBER]:
         raise Forbidden("You are no longer a member of this group.", code=ErrorCode.NOT_A_MEMBER)
-    return from_row(Group, _GROUP_FIELDS, row[:-1])
+    return from_row(Group, _GROUP_FIELDS, row[:_IS_MEMBER], db)
+
+
+def group_for_source_ref(account: AccountIdentity, source_ref: object) -> Group:
+    """Fetch-and-authorise: the group a source ref names, for a current member only."""
+    group_id = _group_public_id(account, source_ref)
+    with hot_cursor() as cursor:
+        cursor.execute(_group_for_member_sql(cursor.db.vendor), [account.pk, group_id])
+        return _member_group(cursor.fetchone(), cursor.db)
 
 
 def chats_of(account: AccountIdentity) -> QuerySet[PrivateChat]:
     return PrivateChat.objects.filter(Q(account_low_id=account.pk) | Q(account_high_id=account.pk))
 
 
-def _candidate_side_sql(mine: str, theirs: str, *, with_query: bool) -> str:
+def _candidate_side_sql(mine: str, theirs: str, *, with_query: bool, group: str) -> str:
     """One side of the stored pair: its newest chats (at most the recent-chats window, read
     newest first from the side's index), less deactivated people and members, newest first."""
     mine, theirs = _column(PrivateChat, mine), _column(PrivateChat, theirs)
@@ -143,47 +153,74 @@ def _candidate_side_sql(mine: str, theirs: str, *, with_query: bool) -> str:
         f"SELECT c.public_id, a.{name} AS other_name, c.last_activity_at, c.chat_id"  # noqa: S608
         f" FROM ({recent}) AS c JOIN {_table(Account)} a ON a.{_column(Account, 'id')} = c.other_id"
         f" WHERE a.{_column(Account, 'is_active')} = %s"
-        f" AND NOT EXISTS (SELECT 1 FROM {_table(Membership)} m WHERE m.{_column(Membership, 'group')} = %s"
+        f" AND NOT EXISTS (SELECT 1 FROM {_table(Membership)} m WHERE m.{_column(Membership, 'group')} = {group}"
         f" AND m.{_column(Membership, 'account')} = c.other_id){match}"
         f" ORDER BY c.last_activity_at DESC, c.chat_id DESC LIMIT %s"
     )
 
 
 @functools.cache
-def _candidate_sql(vendor: str, with_query: bool) -> str:
-    """The candidate query, built once per database vendor from the models' table names.
+def _candidates_sql(vendor: str, with_query: bool) -> str:
+    """The group a source ref names, whether the caller belongs to it, and the candidates,
+    in one statement built once per database vendor from the models' table names.
+
+    The first row is the group's, from ``_group_for_member_sql`` (a CTE), with no candidate
+    columns; the candidates follow, each with no group columns (repeated on every row, the
+    driver would parse them fifty times), and only when the caller is a member. No row is
+    no such group. One statement
+    instead of two saves a round trip a call and the database's work on a second statement
+    (docs/PERFORMANCE.md, ``web_serving``).
+
+    The candidates are a UNION ALL of the chats where the account is the lower and the
+    higher side, each read newest first from its own index, at most
+    ``ARKME_CANDIDATE_RECENT_CHATS`` of them, and cut at ``limit + 1``; membership is a NOT
+    EXISTS on its unique index. So the cost grows with the rows returned, never beyond the
+    window, and not with the chats or the members: a history where every recent partner is
+    already a member, or a query that matches nobody, costs the window, not the history.
 
     It is written as SQL rather than composed with the ORM on every call because composing
     and compiling the UNION of two filtered, annotated querysets cost more than running it
-    (about 1 ms a call; see docs/PERFORMANCE.md). Each side is wrapped in a
-    derived table so that both SQLite and PostgreSQL accept its ORDER BY and LIMIT.
+    (about 1 ms a call; see docs/PERFORMANCE.md). Each side is wrapped in a derived table so
+    that both SQLite and PostgreSQL accept its ORDER BY and LIMIT.
     """
-    low = _candidate_side_sql("account_low", "account_high", with_query=with_query)
-    high = _candidate_side_sql("account_high", "account_low", with_query=with_query)
-    return (
-        "SELECT public_id, other_name FROM ("  # noqa: S608 - both sides built above, values bound
+    group = f"(SELECT {_column(Group, 'id')} FROM member_group)"  # noqa: S608 - an identifier from the model
+    low = _candidate_side_sql("account_low", "account_high", with_query=with_query, group=group)
+    high = _candidate_side_sql("account_high", "account_low", with_query=with_query, group=group)
+    candidates = (
+        "SELECT * FROM ("  # noqa: S608 - built above, values bound
         f"SELECT * FROM ({low}) AS low_side UNION ALL SELECT * FROM ({high}) AS high_side"
         ") AS candidates ORDER BY last_activity_at DESC, chat_id DESC LIMIT %s"
     )
+    group_columns = ", ".join(_column(Group, name) for name in _GROUP_FIELDS)
+    blanks = ", ".join(["NULL"] * (len(_GROUP_FIELDS) + 1))
+    return (
+        f"WITH member_group AS ({_group_for_member_sql(vendor)})"  # noqa: S608 - built above, values bound
+        f" SELECT {group_columns}, is_member, chat_public_id, other_name FROM ("
+        f"SELECT member_group.*, 0 AS part, NULL AS chat_public_id, NULL AS other_name, NULL AS last_activity_at,"
+        " NULL AS chat_id FROM member_group"
+        f" UNION ALL SELECT {blanks}, 1, c.public_id, c.other_name, c.last_activity_at, c.chat_id"
+        f" FROM ({candidates}) AS c WHERE (SELECT is_member FROM member_group)"
+        ") AS found ORDER BY part, last_activity_at DESC, chat_id DESC"
+    )
 
 
-def candidate_chats(account: AccountIdentity, group: Group, *, query: str | None, limit: int) -> list[dict[str, str]]:
-    """People from the account's recent private chats who could join the group, newest first.
-
-    One query: a UNION ALL of the chats where the account is the lower and the higher side,
-    each read newest first from its own index, at most ``ARKME_CANDIDATE_RECENT_CHATS`` of
-    them, and cut at ``limit + 1``; membership is a NOT EXISTS on its unique index. So the
-    cost grows with the rows returned, never beyond the window, and not with the chats or the
-    members: a history where every recent partner is already a member, or a query that
-    matches nobody, costs the window, not the history.
-    """
-    side_params: list[Any] = [account.pk, settings.ARKME_CANDIDATE_RECENT_CHATS, True, group.pk]
+def group_and_candidates(account: AccountIdentity, source_ref: object, *, query: str | None,
+                         limit: int) -> tuple[Group, list[dict[str, str]]]:
+    """Fetch-and-authorise as ``group_for_source_ref`` does, and the people from the
+    account's recent private chats who could join the group, newest first, at most
+    ``limit + 1`` of them (one more tells the caller the list was cut)."""
+    group_id = _group_public_id(account, source_ref)
+    side_params: list[Any] = [account.pk, settings.ARKME_CANDIDATE_RECENT_CHATS, True]
     if query:
         side_params.append(f"%{connection.ops.prep_for_like_query(query)}%")
     side_params.append(limit + 1)
     with hot_cursor() as cursor:
-        cursor.execute(_candidate_sql(cursor.db.vendor, bool(query)), [*side_params, *side_params, limit + 1])
-        return [{"public_id": public_id, "other_name": name} for public_id, name in cursor.fetchall()]
+        cursor.execute(_candidates_sql(cursor.db.vendor, bool(query)),
+                       [account.pk, group_id, *side_params, *side_params, limit + 1])
+        rows = cursor.fetchall()
+        group = _member_group(rows[0] if rows else None, cursor.db)
+    found = _IS_MEMBER + 1
+    return group, [{"public_id": row[found], "other_name": row[found + 1]} for row in rows[1:]]
 
 
 # --- The staff dashboard -------------------------------------------------------------------

@@ -32,7 +32,7 @@ from .models import (
     Role,
 )
 from .refs import candidate_ref_maker, read_candidate_ref
-from .selectors import candidate_chats, chats_of, group_for_source_ref
+from .selectors import chats_of, group_and_candidates, group_for_source_ref
 from .tasks import deliver_messages
 
 logger = logging.getLogger(__name__)
@@ -75,8 +75,7 @@ class Candidates:
 
 def group_member_candidates(*, account: AccountIdentity, source_ref: str, query: str | None = None,
                             limit: int = CANDIDATE_LIMIT_DEFAULT) -> Candidates:
-    group = group_for_source_ref(account, source_ref)
-    rows = candidate_chats(account, group, query=(query or "").strip() or None, limit=limit)
+    group, rows = group_and_candidates(account, source_ref, query=(query or "").strip() or None, limit=limit)
     candidate_ref = candidate_ref_maker(account_public_id=account.public_id, group_public_id=group.public_id)
     return Candidates(
         group=group,

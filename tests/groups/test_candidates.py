@@ -10,8 +10,17 @@ from django.utils import timezone
 
 from arkme.accounts.models import Account
 from groups.models import Membership, PrivateChat
-from groups.selectors import candidate_chats
+from groups.refs import make_source_ref
+from groups.selectors import group_and_candidates
 from groups.services import membership_ensure, private_chat_ensure
+
+
+def candidate_chats(account, group, *, query, limit):
+    """The candidate rows of ``group_and_candidates`` for a group, as its source ref names it."""
+    ref = make_source_ref(account_public_id=account.public_id, group_public_id=group.public_id)
+    found, rows = group_and_candidates(account, ref, query=query, limit=limit)
+    assert found.pk == group.pk
+    return rows
 
 
 def names(result):
@@ -100,7 +109,7 @@ def _world_of(chats: int, members: int):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("chats,members", [(1, 0), (1000, 500)])
-def test_candidate_discovery_is_one_query(chats, members):
+def test_the_group_and_its_candidates_are_one_query(chats, members):
     me, group = _world_of(chats, members)
     with CaptureQueriesContext(connection) as queries:
         rows = candidate_chats(me, group, query=None, limit=50)
@@ -110,7 +119,7 @@ def test_candidate_discovery_is_one_query(chats, members):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("chats,members", [(1, 0), (1000, 500)])
-def test_the_whole_tool_call_takes_two_queries(chats, members):
+def test_the_whole_service_call_takes_one_query(chats, members):
     from groups.refs import make_source_ref
     from groups.services import group_member_candidates
 
@@ -118,7 +127,7 @@ def test_the_whole_tool_call_takes_two_queries(chats, members):
     ref = make_source_ref(account_public_id=me.public_id, group_public_id=group.public_id)
     with CaptureQueriesContext(connection) as queries:
         result = group_member_candidates(account=me, source_ref=ref, limit=50)
-    assert len(queries) == 2
+    assert len(queries) == 1
     assert result.group.member_count == members + 1
 
 
@@ -163,8 +172,8 @@ def test_query_wildcards_match_literally():
 
 
 def test_the_api_call_reads_the_account_only_through_the_session(dsh, session, refs):
-    # The client key, the session and its account in one statement; the group, the candidates
-    # (one statement each); the audit row.
+    # The client key, the session and its account in one statement; the group with the
+    # candidates in another; the audit row.
     from rest_framework.test import APIClient
 
     api = APIClient()  # not the recording client, whose leak scan reads the database too
@@ -173,7 +182,7 @@ def test_the_api_call_reads_the_account_only_through_the_session(dsh, session, r
     with CaptureQueriesContext(connection) as queries:
         response = api.post(path, {"arguments": {"source_ref": refs["open-group"]}}, format="json")
     assert response.status_code == 200
-    assert len(queries) == 4, [q["sql"][:80] for q in queries]
+    assert len(queries) == 3, [q["sql"][:80] for q in queries]
 
 
 @pytest.mark.django_db
@@ -189,3 +198,30 @@ def test_candidates_come_from_the_recent_chats_window(settings):
     settings.ARKME_CANDIDATE_RECENT_CHATS = 150
     assert len(candidate_chats(me, group, query=None, limit=50)) == 30
     assert [r["other_name"] for r in candidate_chats(me, group, query="P149", limit=50)] == ["P149"]
+
+
+@pytest.mark.django_db
+def test_a_former_member_is_refused_and_the_statement_returns_no_candidate():
+    from arkme.kernel.errors import Forbidden
+    from groups.selectors import _candidates_sql
+
+    me, group = _world_of(5, 0)
+    Membership.objects.filter(group=group, account=me).delete()
+    with pytest.raises(Forbidden):
+        candidate_chats(me, group, query=None, limit=50)
+    side = [me.pk, 1000, True, 51]
+    with connection.cursor() as cursor:
+        cursor.execute(_candidates_sql(connection.vendor, False), [me.pk, group.public_id, *side, *side, 51])
+        rows = cursor.fetchall()
+    assert len(rows) == 1 and not rows[0][-3]  # the group's row only, and not a member
+
+
+@pytest.mark.django_db
+def test_an_unknown_group_is_not_found():
+    from arkme.kernel.errors import NotFound
+    from groups.models import Group
+
+    me, group = _world_of(3, 0)
+    gone = Group(public_id="grp_gone", name="gone")
+    with pytest.raises(NotFound):
+        candidate_chats(me, gone, query=None, limit=50)
