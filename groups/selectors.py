@@ -205,10 +205,11 @@ def _candidates_sql(vendor: str, with_query: bool) -> str:
 
 
 def group_and_candidates(account: AccountIdentity, source_ref: object, *, query: str | None,
-                         limit: int) -> tuple[Group, list[dict[str, str]]]:
+                         limit: int) -> tuple[Group, list[tuple[str, str]]]:
     """Fetch-and-authorise as ``group_for_source_ref`` does, and the people from the
     account's recent private chats who could join the group, newest first, at most
-    ``limit + 1`` of them (one more tells the caller the list was cut)."""
+    ``limit + 1`` of them (one more tells the caller the list was cut), each as the chat's
+    public id and the person's display name."""
     group_id = _group_public_id(account, source_ref)
     side_params: list[Any] = [account.pk, settings.ARKME_CANDIDATE_RECENT_CHATS, True]
     if query:
@@ -220,7 +221,7 @@ def group_and_candidates(account: AccountIdentity, source_ref: object, *, query:
         rows = cursor.fetchall()
         group = _member_group(rows[0] if rows else None, cursor.db)
     found = _IS_MEMBER + 1
-    return group, [{"public_id": row[found], "other_name": row[found + 1]} for row in rows[1:]]
+    return group, [(row[found], row[found + 1]) for row in rows[1:]]
 
 
 # --- The staff dashboard -------------------------------------------------------------------

@@ -79,7 +79,7 @@ def group_member_candidates(*, account: AccountIdentity, source_ref: str, query:
     candidate_ref = candidate_ref_maker(account_public_id=account.public_id, group_public_id=group.public_id)
     return Candidates(
         group=group,
-        candidates=[Candidate(candidate_ref(row["public_id"]), row["other_name"]) for row in rows[:limit]],
+        candidates=[Candidate(candidate_ref(chat), name) for chat, name in rows[:limit]],
         truncated=len(rows) > limit,
     )
 

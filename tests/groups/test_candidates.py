@@ -20,7 +20,7 @@ def candidate_chats(account, group, *, query, limit):
     ref = make_source_ref(account_public_id=account.public_id, group_public_id=group.public_id)
     found, rows = group_and_candidates(account, ref, query=query, limit=limit)
     assert found.pk == group.pk
-    return rows
+    return [{"public_id": chat, "other_name": name} for chat, name in rows]
 
 
 def names(result):
