@@ -167,9 +167,8 @@ def _candidates_sql(vendor: str, with_query: bool) -> str:
     The first row is the group's, from ``_group_for_member_sql`` (a CTE), with no candidate
     columns; the candidates follow, each with no group columns (repeated on every row, the
     driver would parse them fifty times), and only when the caller is a member. No row is
-    no such group. One statement
-    instead of two saves a round trip a call and the database's work on a second statement
-    (docs/PERFORMANCE.md, ``web_serving``).
+    no such group. One statement instead of two saves a round trip a call and the
+    database's work on a second statement (docs/PERFORMANCE.md).
 
     The candidates are a UNION ALL of the chats where the account is the lower and the
     higher side, each read newest first from its own index, at most
