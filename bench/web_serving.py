@@ -23,7 +23,7 @@ import tempfile
 import uuid
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .common import Result
 from .mcp_serving import Server, Window, drive, start_product
@@ -31,7 +31,12 @@ from .mcp_serving import Server, Window, drive, start_product
 ROUND_ROBIN = 10_000
 STALE = 30_000  # more than a window's requests, so that every request meets a stale session
 EXTENSIONS = 20
-ROUNDS = 3
+# A window's CPU per request moves by up to ±20% on this shared machine: a path measured
+# against itself in alternating windows reads 0.88–1.21 window by window, and a burst from
+# a neighbour lands on one window, not on its pair. So each path's ratio is the median of
+# its rounds' ratios (a product window against the floor window right after it), over six
+# rounds; the pooled figures are reported beside it (docs/PERFORMANCE.md, web_serving).
+ROUNDS = 6
 CPU_GOAL = 1.1
 RPS_GOAL = 0.5
 BASELINE = "its floor view in the same server (raw SQL, the same writes); candidates also the bare view"
@@ -125,6 +130,20 @@ def _total(windows: list[Window]) -> dict[str, float]:
             "p50_ms": sorted(w.p50_ms for w in windows)[len(windows) // 2], "p99_ms": max(w.p99_ms for w in windows)}
 
 
+def _per_request(window: Window) -> float:
+    return window.cpu / window.requests
+
+
+def paired_ratio(ours: list[Window], theirs: list[Window], per: Callable[[Window], float]) -> tuple[float, float, float]:
+    """The median of the rounds' ratios ``per(ours[i]) / per(theirs[i])``, with the lowest and
+    the highest: windows of one round are adjacent in time, so the machine's drift and a
+    neighbour's burst weigh on a round's pair alike or on one round only."""
+    ratios = sorted(per(a) / per(b) for a, b in zip(ours, theirs, strict=True))
+    middle = len(ratios) // 2
+    median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    return median, ratios[0], ratios[-1]
+
+
 def run() -> Result:
     if shutil.which("wrk") is None:
         return Result("web_serving", None, "", BASELINE, GOAL, skipped="needs wrk (Debian package wrk)")
@@ -195,16 +214,21 @@ def run() -> Result:
     worst = 0.0
     for name, (product_windows, floor_windows) in windows.items():
         ours, floor = _total(product_windows), _total(floor_windows)
-        ratio = ours["cpu_us"] / floor["cpu_us"]
+        ratio, low, high = paired_ratio(product_windows, floor_windows, _per_request)
         worst = max(worst, ratio)
-        detail[name] = (f"×{ratio:.2f} CPU | product {ours['cpu_us']:.0f} µs CPU/req, {ours['rps']:.0f} req/s, "
+        detail[name] = (f"×{ratio:.2f} CPU (rounds {low:.2f}–{high:.2f}, pooled {ours['cpu_us'] / floor['cpu_us']:.2f}) "
+                        f"| product {ours['cpu_us']:.0f} µs CPU/req, {ours['rps']:.0f} req/s, "
                         f"p50 {ours['p50_ms']:.1f} ms, p99 {ours['p99_ms']:.1f} ms | floor {floor['cpu_us']:.0f} µs, "
                         f"{floor['rps']:.0f} req/s, p50 {floor['p50_ms']:.1f} ms, p99 {floor['p99_ms']:.1f} ms")
     bare_total = _total(bare_windows)
-    candidates_rps = _total(windows["arkme_group_member_candidates"][0])["rps"]
-    rps_ratio = candidates_rps / bare_total["rps"]
+    candidate_windows = windows["arkme_group_member_candidates"][0]
+    candidates_rps = _total(candidate_windows)["rps"]
+    # Requests/s, so the bare view over the candidates per request: the bare view's window
+    # closes each round.
+    rps_ratio, low, high = paired_ratio(bare_windows, candidate_windows, lambda w: w.seconds / w.requests)
     detail["candidates against the bare view"] = (
-        f"×{rps_ratio:.2f} req/s | candidates {candidates_rps:.0f} req/s, bare view {bare_total['rps']:.0f} req/s, "
+        f"×{rps_ratio:.2f} req/s (rounds {low:.2f}–{high:.2f}, pooled {candidates_rps / bare_total['rps']:.2f}) "
+        f"| candidates {candidates_rps:.0f} req/s, bare view {bare_total['rps']:.0f} req/s, "
         f"{bare_total['cpu_us']:.0f} µs CPU/req")
     return Result("web_serving", round(worst, 3), "× its floor's CPU/request (worst path)", BASELINE, GOAL,
                   worst <= CPU_GOAL and rps_ratio >= RPS_GOAL, detail)
