@@ -21,6 +21,7 @@ from arkme.conversations.sessions import session_close, session_open, session_se
 
 from ..catalog import CATALOG, Catalog
 from ..execution import tool_execute, tool_pre_execute
+from ..registrar import Toolset
 from ..sessions import session_toolset
 from . import serializers as s
 from .authentication import request_session
@@ -44,10 +45,12 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: ERRORS[code] for code in (401, *codes)}
 
 
-def session_response(session: AgentSession, status: int = 200) -> HttpResponse:
+def session_response(session: AgentSession, status: int = 200, *, toolset: Toolset | None = None) -> HttpResponse:
     """The session view, built around the toolset's pre-serialised part: listing tools costs a
-    look-up and a string join, not a JSON encoding of every definition."""
-    toolset = session_toolset(session)
+    look-up and a string join, not a JSON encoding of every definition. ``toolset`` is the
+    session's, when the caller has already looked it up."""
+    if toolset is None:
+        toolset = session_toolset(session)
     head = json.dumps({"session": session.public_id, "profile": session.profile}, ensure_ascii=False,
                       separators=(",", ":"))[:-1]
     response = HttpResponse(f"{head},{toolset.view_fragment}}}".encode(), status=status,
@@ -162,7 +165,7 @@ class SessionApi(DshApiView):
             not_modified = HttpResponseNotModified()
             not_modified["ETag"] = etag
             return not_modified
-        return session_response(agent_session)
+        return session_response(agent_session, toolset=toolset)
 
     @extend_schema(operation_id="session_close", responses={204: None, **errors(404)},
                    summary="Close the session; later calls on it are 404")
