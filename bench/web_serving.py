@@ -19,6 +19,7 @@ from __future__ import annotations
 import http.client
 import json
 import shutil
+import statistics
 import tempfile
 import uuid
 from datetime import timedelta
@@ -138,10 +139,8 @@ def paired_ratio(ours: list[Window], theirs: list[Window], per: Callable[[Window
     """The median of the rounds' ratios ``per(ours[i]) / per(theirs[i])``, with the lowest and
     the highest: windows of one round are adjacent in time, so the machine's drift and a
     neighbour's burst weigh on a round's pair alike or on one round only."""
-    ratios = sorted(per(a) / per(b) for a, b in zip(ours, theirs, strict=True))
-    middle = len(ratios) // 2
-    median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
-    return median, ratios[0], ratios[-1]
+    ratios = [per(a) / per(b) for a, b in zip(ours, theirs, strict=True)]
+    return statistics.median(ratios), min(ratios), max(ratios)
 
 
 def run() -> Result:
