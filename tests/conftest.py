@@ -25,7 +25,7 @@ from tests.support.leaks import find_leaks
 from tests.support.results import result_problems
 from tests.support.services import require_service
 
-pytest_plugins = ["tests.support.galleries", "tests.support.groups"]
+pytest_plugins = ["tests.support.galleries", "tests.support.groups", "tests.support.stack"]
 
 
 @pytest.fixture
