@@ -394,3 +394,54 @@ def test_an_integral_number_written_as_a_float_is_that_integer(mcp, refs):
     result = mcp.call("arkme_group_member_candidates", {"source_ref": refs["approval-group"], "limit": 2.0})
     assert result["isError"] is False and len(result["structuredContent"]["candidates"]) == 2
     assert result["structuredContent"]["truncated"] is True
+
+
+# Keywords whose value is one subschema, a list of them, or a map of names to them. A boolean
+# is a valid JSON Schema there, but strict consumers (the MCP Inspector's ``--strict``) refuse
+# it; ``additionalProperties: false`` is the draft-04 form everyone reads and stays allowed.
+_ONE = ("not", "if", "then", "else", "contains", "propertyNames", "items", "additionalItems")
+_LIST = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_MAP = ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
+
+
+def _bare_booleans(schema, path="#"):
+    if isinstance(schema, bool):
+        yield path
+        return
+    if not isinstance(schema, dict):
+        return
+    for key in _ONE:
+        if key in schema and not isinstance(schema[key], list):
+            yield from _bare_booleans(schema[key], f"{path}/{key}")
+    for key in _LIST:
+        if isinstance(schema.get(key), list):
+            for index, item in enumerate(schema[key]):
+                yield from _bare_booleans(item, f"{path}/{key}/{index}")
+    for key in _MAP:
+        if isinstance(schema.get(key), dict):
+            for name, item in schema[key].items():
+                yield from _bare_booleans(item, f"{path}/{key}/{name}")
+
+
+def test_no_tool_schema_has_a_bare_boolean_subschema():
+    from toolregistry.api.mcp import ERROR_ENVELOPE_SCHEMA
+    from toolregistry.catalog import CATALOG
+
+    found = {}
+    for module in CATALOG.modules:
+        definition = module.definition()
+        for label, schema in (("input", definition.input_schema), ("output", definition.output_schema)):
+            paths = list(_bare_booleans(dict(schema)))
+            if paths:
+                found[f"{module.METADATA.name} {label}"] = paths
+    assert not list(_bare_booleans(ERROR_ENVELOPE_SCHEMA))
+    assert not found, found
+    assert set(_bare_booleans({"properties": {"a": False}, "allOf": [{"then": {"properties": {"b": False}}}]})) == {
+        "#/properties/a", "#/allOf/0/then/properties/b"}
+
+
+def test_the_listed_schemas_have_no_bare_boolean_subschema(dsh, session):
+    dsh.put(f"sessions/{session}/phases/attachments")
+    for tool in Mcp(dsh, session).tools():
+        assert not list(_bare_booleans(tool["inputSchema"])), tool["name"]
+        assert not list(_bare_booleans(tool["outputSchema"])), tool["name"]

@@ -44,6 +44,10 @@ _PATHS = {"type": "array", "minItems": 1, "maxItems": 20, "uniqueItems": True,
 _INDICES = {"type": "array", "minItems": 1, "maxItems": 20, "uniqueItems": True,
             "items": {"type": "integer", "minimum": 1, "maximum": 20}}
 
+# "This property must be absent": ``{"not": {}}`` says what a bare ``false`` subschema says,
+# in a form every JSON Schema consumer accepts (the MCP Inspector's strict mode refuses booleans).
+_ABSENT: dict[str, Any] = {"not": {}}
+
 INPUT_SCHEMA = {
     "type": "object",
     "properties": {
@@ -59,16 +63,16 @@ INPUT_SCHEMA = {
     "additionalProperties": False,
     "allOf": [
         {"if": {"properties": {"action": {"const": "prepare"}}},
-         "then": {"required": ["source"], "properties": {"operation": False}}},
+         "then": {"required": ["source"], "properties": {"operation": _ABSENT}}},
         {"if": {"properties": {"action": {"enum": ["confirm", "cancel"]}}},
          "then": {"required": ["operation"], "properties": {
-             "source": False, "image_ref": False, "attachment_indices": False, "workspace_paths": False}}},
+             "source": _ABSENT, "image_ref": _ABSENT, "attachment_indices": _ABSENT, "workspace_paths": _ABSENT}}},
         {"if": {"properties": {"source": {"const": "image_ref"}}, "required": ["source"]},
-         "then": {"required": ["image_ref"], "properties": {"attachment_indices": False, "workspace_paths": False}}},
+         "then": {"required": ["image_ref"], "properties": {"attachment_indices": _ABSENT, "workspace_paths": _ABSENT}}},
         {"if": {"properties": {"source": {"const": "attachments"}}, "required": ["source"]},
-         "then": {"properties": {"image_ref": False, "workspace_paths": False}}},
+         "then": {"properties": {"image_ref": _ABSENT, "workspace_paths": _ABSENT}}},
         {"if": {"properties": {"source": {"const": "workspace"}}, "required": ["source"]},
-         "then": {"required": ["workspace_paths"], "properties": {"image_ref": False, "attachment_indices": False}}},
+         "then": {"required": ["workspace_paths"], "properties": {"image_ref": _ABSENT, "attachment_indices": _ABSENT}}},
     ],
 }
 
