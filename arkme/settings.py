@@ -130,6 +130,27 @@ TEMPLATES = [
     },
 ]
 
+def _database_pool() -> dict[str, object] | None:
+    """psycopg's connection pool for PostgreSQL (Django's ``OPTIONS["pool"]``), or ``None``
+    with ``DATABASE_POOL_MAX_SIZE=0``.
+
+    A request takes a connection at its first query and gives it back when it ends, so a
+    process holds as many connections as it has requests using the database at that moment,
+    whatever number of client connections it keeps open (gunicorn.conf.py). A request that
+    finds every connection taken waits at most ``DATABASE_POOL_TIMEOUT`` (well inside the
+    request budget), then answers 503 ``database_unavailable``."""
+    max_size = _env_int("DATABASE_POOL_MAX_SIZE", 10, minimum=0)
+    if not max_size:
+        return None
+    min_size = _env_int("DATABASE_POOL_MIN_SIZE", 2, minimum=0)
+    if min_size > max_size:
+        raise ImproperlyConfigured("DATABASE_POOL_MIN_SIZE must be at most DATABASE_POOL_MAX_SIZE")
+    timeout = _env_seconds("DATABASE_POOL_TIMEOUT", 10, maximum=60)
+    if timeout <= 0:
+        raise ImproperlyConfigured("DATABASE_POOL_TIMEOUT must be more than 0")
+    return {"min_size": min_size, "max_size": max_size, "timeout": timeout, "name": "arkme"}
+
+
 DATABASES = {
     "default": dj_database_url.config(
         env="DATABASE_URL",
@@ -158,6 +179,13 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     if _prepare_threshold:
         DATABASES["default"].setdefault("OPTIONS", {}).update(
             {"server_side_binding": True, "prepare_threshold": _prepare_threshold})
+    _pool = _database_pool()
+    if _pool:
+        DATABASES["default"]["OPTIONS"] = {**DATABASES["default"].get("OPTIONS", {}), "pool": _pool}
+        # The pool keeps the connections (Django requires CONN_MAX_AGE=0 with it, so
+        # DATABASE_CONN_MAX_AGE applies without the pool only), and checks each one as it hands
+        # it out: after a restart of PostgreSQL no request gets one of the dead connections.
+        DATABASES["default"].update({"CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": True})
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -57,9 +57,16 @@ def test_the_list_follows_the_profile(dsh, world):
     assert Mcp(dsh, disabled).tools() == []
 
 
-def test_modern_lists_are_private_and_short_lived(mcp):
-    result = mcp.result("tools/list")
-    assert result["cacheScope"] == "private" and 0 < result["ttlMs"] <= 60_000
+def test_modern_lists_are_private_and_never_outlive_a_change(dsh, session, mcp):
+    """Mount and dispose change the list at any moment and nothing tells a client so (no
+    ``subscriptions/listen`` stream): a hint that let it keep the list for any time would
+    outlive the change, so the list is stale at once (the caching page's ``ttlMs: 0``)."""
+    before = mcp.result("tools/list")
+    assert before["cacheScope"] == "private" and before["ttlMs"] == 0
+    assert mcp.result("server/discover")["ttlMs"] == 0
+    dsh.put(f"sessions/{session}/phases/attachments")
+    after = mcp.result("tools/list")
+    assert len(after["tools"]) > len(before["tools"]) and after["ttlMs"] == 0
 
 
 def test_instructions_are_the_sessions_guidance(dsh, session, mcp):
@@ -300,12 +307,21 @@ def test_without_a_key_it_is_401_with_a_challenge(dsh, session):
     assert wrong.status_code == 401
 
 
-def test_another_clients_unknown_or_closed_session_is_404(dsh, other_dsh, session, world):
-    assert Mcp(other_dsh, session).rpc("tools/list").status_code == 404
-    assert Mcp(dsh, "ses_unknown").rpc("tools/list").status_code == 404
+@pytest.mark.parametrize("version", ERAS)
+def test_another_clients_unknown_or_closed_session_is_404(dsh, other_dsh, session, world, version):
+    """The contract's 404, with a JSON-RPC error in the body that an SDK can surface (and the
+    REST envelope in its data), answering the request's id."""
     closed = dsh.open_session(world.alice)["session"]
     dsh.delete(f"sessions/{closed}")
-    assert Mcp(dsh, closed).rpc("tools/list").status_code == 404
+    for client in (Mcp(other_dsh, session, version=version), Mcp(dsh, "ses_unknown", version=version),
+                   Mcp(dsh, closed, version=version)):
+        response = client.post({"jsonrpc": "2.0", "id": 41, "method": "tools/list", "params": {}},
+                               **{"MCP-Protocol-Version": version})
+        assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
+        body = response.json()
+        assert body["jsonrpc"] == "2.0" and body["id"] == 41
+        assert body["error"]["code"] == -32600 and body["error"]["message"] == "Session not found"
+        assert body["error"]["data"]["error"]["code"] == "unknown_session"
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
@@ -330,6 +346,45 @@ def test_malformed_json_rpc_is_a_json_rpc_error(mcp, body):
     response = mcp.dsh.api.generic("POST", mcp.path, body, content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"]["code"] in (-32700, -32600)
+
+
+@pytest.mark.parametrize("version", [MODERN, LEGACY, None])
+@pytest.mark.parametrize("body", [b"{", b"[]", b'{"jsonrpc": "2.0", "method": 5}', b'{"jsonrpc": "2.0", "id": null, "method": "ping"}'])
+def test_an_error_without_a_known_id_leaves_id_out(mcp, body, version):
+    """2025-11-25 and 2026-07-28: ``JSONRPCErrorResponse.id`` is optional and never null."""
+    headers = {"MCP-Protocol-Version": version} if version else {}
+    response = mcp.dsh.api.generic("POST", mcp.path, body, content_type="application/json", headers=headers)
+    assert response.status_code == 400
+    assert "id" not in response.json() and response.json()["error"]["code"] in (-32700, -32600)
+    too_large = mcp.dsh.api.generic("POST", mcp.path, b" " * (2 * 1024 * 1024), content_type="application/json",
+                                    headers=headers)
+    assert too_large.status_code == 413 and "id" not in too_large.json()
+    foreign = mcp.dsh.api.generic("POST", mcp.path, b"{}", content_type="application/json",
+                                  headers={**headers, "Origin": "http://evil.example"})
+    assert foreign.status_code == 403 and "id" not in foreign.json()
+
+
+def test_on_2025_06_18_an_unknown_id_is_null(mcp):
+    """Its schema requires ``id``; JSON-RPC 2.0 spells one that could not be read as null."""
+    response = mcp.dsh.api.generic("POST", mcp.path, b"[]", content_type="application/json",
+                                   headers={"MCP-Protocol-Version": "2025-06-18"})
+    assert response.status_code == 400 and response.json()["id"] is None
+
+
+def test_2025_03_26_is_not_offered(dsh, session, mcp):
+    """Its batches are not served, so a client asking for it is offered a version that is."""
+    legacy = Mcp(dsh, session, version=LEGACY)
+    hello = {"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    for asked, offered in (("2025-03-26", LEGACY), ("2024-11-05", LEGACY), ("2025-06-18", "2025-06-18"),
+                           (LEGACY, LEGACY)):
+        response = legacy.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                "params": {"protocolVersion": asked, **hello}})
+        assert response.json()["result"]["protocolVersion"] == offered, asked
+    assert "2025-03-26" not in mcp.result("server/discover")["supportedVersions"]
+    refused = legacy.post({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, **{"MCP-Protocol-Version": "2025-03-26"})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == -32022 and refused.json()["id"] == 7
+    assert "2025-03-26" not in refused.json()["error"]["data"]["supported"]
 
 
 DEEP = "[" * 5000 + "]" * 5000

@@ -223,8 +223,9 @@ def test_a_foreign_session_is_refused(host, world, mode):
 
     with pytest.raises(BaseExceptionGroup) as raised:
         run(main)
-    # The SDK reports the HTTP 404 as JSON-RPC "Not Found": the session is not this client's.
-    assert [str(error) for error in _leaves(raised.value)] == ["Not Found"]
+    # The HTTP 404 carries a JSON-RPC error, which the SDK surfaces as it is (without one it
+    # would make up a "Not Found" of its own).
+    assert [str(error) for error in _leaves(raised.value)] == ["Session not found"]
     assert all(isinstance(error, MCPError) for error in _leaves(raised.value))
     assert not ToolCall.objects.exists()
 

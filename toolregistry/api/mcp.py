@@ -34,8 +34,16 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django_mcpz.elicitation import Elicitation
-from django_mcpz.jsonrpc import INVALID_REQUEST, PARSE_ERROR, error_response
-from django_mcpz.server import ElicitationDeclinedError, MCPServer, ToolError, elicit, host_allowed
+from django_mcpz.jsonrpc import INVALID_REQUEST, PARSE_ERROR, read_id
+from django_mcpz.legacy import LEGACY_PROTOCOL_VERSIONS
+from django_mcpz.server import (
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ElicitationDeclinedError,
+    MCPServer,
+    ToolError,
+    elicit,
+    host_allowed,
+)
 from opentelemetry.trace import Span, SpanKind, StatusCode
 from rest_framework.exceptions import ParseError
 
@@ -45,6 +53,7 @@ from arkme.conversations.sessions import session_for_key
 from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, ErrorCode, NotAuthenticated
 from arkme.kernel.ids import token_digest
 from arkme.kernel.metrics import APPROVALS
+from arkme.kernel.outages import DATABASE_ERRORS, outage_error
 from arkme.kernel.text import size_text
 from arkme.kernel.tracing import event
 from arkme.kernel.tracing import span as traced_span
@@ -60,8 +69,20 @@ from .parsers import loads_strict
 
 SERVER_NAME = "arkme-tool-registry"
 SERVER_VERSION = "1"
-# The list follows mount and dispose, so a host may keep it only briefly.
-LIST_TTL_MS = 10_000
+# The list follows mount and dispose, which DSH may do at any moment. Over 2026-07-28 the only
+# way to tell a client that its cached list went stale is ``notifications/tools/list_changed``
+# on a ``subscriptions/listen`` stream, which this server (plain JSON responses) does not hold
+# open; any positive TTL would then outlive the next change. 0 is the caching page's
+# "immediately stale": the client may keep the list, but re-fetches it before relying on it.
+LIST_TTL_MS = 0
+# The versions served: 2026-07-28 and the 2025 revisions served statelessly. 2025-03-26 is not
+# offered: its JSON-RPC batches are not served (the library refuses them).
+PROTOCOL_VERSION = "2026-07-28"
+EARLIER_VERSIONS = ("2025-11-25", "2025-06-18")
+SUPPORTED_VERSIONS = (PROTOCOL_VERSION, *EARLIER_VERSIONS)
+# The 2025-06-18 schema requires a response's ``id``; later ones leave it out when unknown.
+ID_REQUIRED_VERSIONS = frozenset({"2025-06-18"})
+SESSION_NOT_FOUND = "Session not found"
 APPROVAL_META = "io.arkme/approval"
 APPROVAL_KEY = "approval"
 REPLY_KEY = "reply"
@@ -104,8 +125,12 @@ class _Refused(ToolError):
 
 class SessionServer(MCPServer):
     """One compiled toolset as an MCP server. The protocol is django-mcpz's; these overrides
-    carry the call's ``_meta`` to the tool, put the envelope on tool errors and shorten the
-    caching hint."""
+    carry the call's ``_meta`` to the tool, put the envelope on tool errors, shorten the
+    caching hint and name only the versions served."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.supported_versions = list(SUPPORTED_VERSIONS)
 
     def _tools_call(self, request: HttpRequest, request_id: str | int, params: dict[str, Any], *,
                     legacy: bool = False) -> HttpResponse:
@@ -288,7 +313,14 @@ def _run(request: HttpRequest, tool: CompiledTool, arguments: dict[str, Any]) ->
 
 def _tool_function(tool: CompiledTool) -> Any:
     def run(request: HttpRequest, arguments: dict[str, Any]) -> dict[str, Any]:
-        return _run(request, tool, arguments)
+        try:
+            return _run(request, tool, arguments)
+        except DATABASE_ERRORS as exc:
+            # A database outage is the tool error database_unavailable, as REST's 503 is.
+            outage = outage_error(exc)
+            if outage is None:
+                raise
+            raise _refuse(request, outage.as_envelope()) from None
 
     return run
 
@@ -363,6 +395,55 @@ def _key(request: HttpRequest) -> str:
     return key.strip()
 
 
+def _rpc_error(request: HttpRequest, request_id: object, code: int, message: str, *, status: int,
+               data: Any = None) -> HttpResponse:
+    """A JSON-RPC error response as the request's protocol version has it: without ``id`` when
+    the request's is not known (2025-11-25 and 2026-07-28 leave it out), ``null`` on 2025-06-18,
+    whose schema requires an ``id`` and where JSON-RPC 2.0 spells an unknown one so."""
+    body: dict[str, Any] = {"jsonrpc": "2.0"}
+    if isinstance(request_id, str | int) and not isinstance(request_id, bool):
+        body["id"] = request_id
+    elif request.headers.get("MCP-Protocol-Version") in ID_REQUIRED_VERSIONS:
+        body["id"] = None
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    body["error"] = error
+    return JsonResponse(body, status=status)
+
+
+def _unknown_id_left_out(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """The library answers a message it could not read with ``"id": null``; the schemas of
+    2025-11-25 and 2026-07-28 leave the member out instead. Only such refusals (HTTP 4xx) are
+    read again, never a call's answer."""
+    if response.status_code < 400 or request.headers.get("MCP-Protocol-Version") in ID_REQUIRED_VERSIONS:
+        return response
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return response
+    if isinstance(body, dict) and "id" in body and body["id"] is None and "error" in body:
+        del body["id"]
+        response.content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return response
+
+
+def _initialized(response: HttpResponse) -> HttpResponse:
+    """``initialize`` answers a version this server serves: the library would agree to
+    2025-03-26, whose batches it then refuses."""
+    if response.status_code != HTTPStatus.OK:
+        return response
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return response
+    result = body.get("result") if isinstance(body, dict) else None
+    if isinstance(result, dict) and result.get("protocolVersion") not in SUPPORTED_VERSIONS:
+        result["protocolVersion"] = EARLIER_VERSIONS[0]
+        response.content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return response
+
+
 @csrf_exempt
 def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
     """``POST /dsh/v1/sessions/{s}/mcp``: the session's MCP server (Streamable HTTP, JSON)."""
@@ -370,27 +451,50 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
         return HttpResponseNotAllowed(["POST"])
     if not _origin_allowed(request):
         # DNS rebinding: a browser page on another origin must not reach a local server.
-        return error_response(None, INVALID_REQUEST, "Invalid Origin header", status=HTTPStatus.FORBIDDEN)
+        return _rpc_error(request, None, INVALID_REQUEST, "Invalid Origin header", status=HTTPStatus.FORBIDDEN)
     try:
         client, agent_session = session_for_key(_key(request), session)
     except ArkmeError as error:
+        if error.http_status == HTTPStatus.NOT_FOUND:
+            # Still the contract's 404, with a JSON-RPC error an SDK surfaces (the official
+            # SDKs' own servers answer an unknown session so); ``data`` is the REST envelope.
+            return _rpc_error(request, read_id(_readable(request)), INVALID_REQUEST, SESSION_NOT_FOUND,
+                              status=HTTPStatus.NOT_FOUND, data=error.as_envelope())
         response = JsonResponse(error.as_envelope(), status=error.http_status)
         if error.http_status == HTTPStatus.UNAUTHORIZED:
             response["WWW-Authenticate"] = WWW_AUTHENTICATE
         return response
+    version = request.headers.get("MCP-Protocol-Version")
     try:
         # The same limits as every JSON body here (size, depth, valid Unicode): the protocol
         # library's decoder would meet a deeply nested body with a RecursionError.
-        loads_strict(request.body)
+        message = loads_strict(request.body)
     except RequestDataTooBig:
         # Django's own answer would be an HTML page; a JSON-RPC client reads an error object.
-        return error_response(None, INVALID_REQUEST,
-                              f"The request body is larger than {size_text(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)}.",
-                              status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+        return _rpc_error(request, None, INVALID_REQUEST,
+                          f"The request body is larger than {size_text(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)}.",
+                          status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
     except ParseError as error:
-        return error_response(None, PARSE_ERROR, str(error.detail), status=HTTPStatus.BAD_REQUEST)
+        return _rpc_error(request, None, PARSE_ERROR, str(error.detail), status=HTTPStatus.BAD_REQUEST)
+    if version is not None and version not in SUPPORTED_VERSIONS and version in LEGACY_PROTOCOL_VERSIONS:
+        # A version the library knows but this server does not offer: the transport's 400.
+        return _rpc_error(request, read_id(message), UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                          status=HTTPStatus.BAD_REQUEST,
+                          data={"supported": list(SUPPORTED_VERSIONS), "requested": version})
     request.arkme_mcp = _Call(client=client, session=agent_session)  # type: ignore[attr-defined]
     # Opaque: the state is signed, not encrypted, and a host may read it.
     principal = "dsh" + token_digest(f"{client.pk}:{agent_session.public_id}")[:32]
     request.user = _Principal(principal)  # type: ignore[assignment]
-    return server_for(session_toolset(agent_session))(request)
+    response = _unknown_id_left_out(request, server_for(session_toolset(agent_session))(request))
+    if isinstance(message, dict) and message.get("method") == "initialize":
+        response = _initialized(response)
+    return response
+
+
+def _readable(request: HttpRequest) -> object:
+    """The body as JSON when it is, for the id of an answer given before it is read; None
+    otherwise (a body too large or not JSON has no id to echo)."""
+    try:
+        return loads_strict(request.body)
+    except (RequestDataTooBig, ParseError):
+        return None
