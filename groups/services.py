@@ -94,6 +94,10 @@ class Outcome:
     EXPIRED_REF = "expired_ref"
     NOT_ELIGIBLE = "not_eligible"
     ELIGIBLE = "eligible"  # judged, not yet acted on
+    # Judged, not acted on: the same person as an earlier ref of the call (two refs signed at
+    # different seconds name one chat). Answered as that person's outcome stands after the
+    # earlier ref: a member of an open group (already_member), invited to an approval group.
+    REPEATED = "repeated"
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,7 @@ def _judge(account: AccountIdentity, group: Group, refs: Sequence[str]) -> list[
     members = set(Membership.objects.filter(group=group, account__in=people).values_list("account_id", flat=True)
                   ) if people else set()
     judged = []
+    chosen: set[int] = set()  # people an earlier ref of this call already names
     for ref in refs:
         chat = chats.get(chat_ids.get(ref, ""))
         if ref in early:
@@ -137,7 +142,10 @@ def _judge(account: AccountIdentity, group: Group, refs: Sequence[str]) -> list[
                 judged.append(Judged(ref, Outcome.NOT_ELIGIBLE, person))
             elif person.pk in members:
                 judged.append(Judged(ref, Outcome.ALREADY_MEMBER, person))
+            elif person.pk in chosen:
+                judged.append(Judged(ref, Outcome.REPEATED, person, chat))
             else:
+                chosen.add(person.pk)
                 judged.append(Judged(ref, Outcome.ELIGIBLE, person, chat))
     return judged
 
@@ -220,7 +228,12 @@ def group_members_add(*, account: AccountIdentity, source_ref: str, candidate_re
         else:
             invitations_ensure(group=group, inviter=account, invitees=eligible)
             done = Outcome.INVITED
-    results = [Judged(j.ref, done, j.person, j.chat) if j.outcome == Outcome.ELIGIBLE else j for j in judged]
+    # A repeated person was acted on once, for the earlier ref: added (so now a member), or
+    # invited (one invitation; "already_member" would tell the human they are in the group).
+    repeated = Outcome.ALREADY_MEMBER if done == Outcome.ADDED else Outcome.INVITED
+    results = [Judged(j.ref, done, j.person, j.chat) if j.outcome == Outcome.ELIGIBLE
+               else Judged(j.ref, repeated, j.person, j.chat) if j.outcome == Outcome.REPEATED else j
+               for j in judged]
     return MembersAdded(group=group, results=results)
 
 
@@ -228,7 +241,7 @@ def describe_members_add(*, account: AccountIdentity, source_ref: str, candidate
     group = group_for_source_ref(account, source_ref)
     judged = _judge(account, group, candidate_refs)
     names = [j.person.display_name for j in judged if j.outcome == Outcome.ELIGIBLE and j.person is not None]
-    others = len(judged) - len(names)
+    others = len(judged) - len(names) - sum(j.outcome == Outcome.REPEATED for j in judged)
     how = ("They will be added at once." if group.join_policy == JoinPolicy.OPEN
            else "The group needs approval: each gets a private invitation link, and an admin approves their request.")
     body = f"Add {', '.join(names) if names else 'nobody new'} to “{group.name}”. {how}"

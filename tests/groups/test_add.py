@@ -123,3 +123,43 @@ def test_the_invitation_text_states_the_configured_lifetime(candidates, add, set
         results(add("approval-group", [ref_of(candidates, "approval-group", "Dave")]))
     text = ChatMessage.objects.get().text
     assert "for 3 days" in text and "7 days" not in text
+
+
+def _two_refs_for(world, group, person) -> tuple[str, str]:
+    """Two refs naming one person's chat, signed at different seconds: not the same string, so
+    the call's refs pass the duplicate check."""
+    import time as real_time
+    from unittest import mock
+
+    from groups.refs import candidate_ref_maker
+
+    chat = private_chat_ensure(a=world.alice, b=person)
+    first = candidate_ref_maker(account_public_id=world.alice.public_id,
+                                group_public_id=group.public_id)(chat.public_id)
+    with mock.patch("django.core.signing.time.time", return_value=real_time.time() - 5):
+        second = candidate_ref_maker(account_public_id=world.alice.public_id,
+                                     group_public_id=group.public_id)(chat.public_id)
+    assert first != second
+    return first, second
+
+
+def test_two_refs_for_one_person_add_them_once(add, world, dsh, session, refs):
+    first, second = _two_refs_for(world, world.open_group, world.carol)
+    card = dsh.pre_execute(session, "arkme_group_member_add",
+                           {"source_ref": refs["open-group"], "candidate_refs": [first, second]}).json()["card"]
+    assert card["body"].count("Carol") == 1 and "cannot be added" not in card["body"]
+    body = results(add("open-group", [first, second]))
+    assert [r["outcome"] for r in body["results"]] == ["added", "already_member"]
+    assert body["group"]["member_count"] == 3
+    assert Membership.objects.filter(group=world.open_group, account=world.carol).count() == 1
+
+
+def test_two_refs_for_one_person_invite_them_once(add, world, django_capture_on_commit_callbacks):
+    """The second ref answers ``invited``, as a second call would (the pending invitation is
+    reused): ``already_member`` would tell the human the person is in the group, which they
+    are not until they accept and an admin approves."""
+    first, second = _two_refs_for(world, world.approval_group, world.dave)
+    with django_capture_on_commit_callbacks(execute=True):
+        body = results(add("approval-group", [first, second]))
+    assert [r["outcome"] for r in body["results"]] == ["invited", "invited"]
+    assert Invitation.objects.count() == 1 and ChatMessage.objects.count() == 1
