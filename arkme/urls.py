@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from .dashboard import dashboard
-from .health import ReadinessView, healthz
+from .health import healthz, readyz
 from .kernel.metrics import metrics_view
 
 admin.site.site_header = "Arkme tool registry"
@@ -14,7 +14,7 @@ admin.site.site_url = None
 urlpatterns = [
     path("dsh/v1/", include("toolregistry.api.urls")),
     path("healthz", healthz, name="healthz"),
-    path("readyz", ReadinessView.as_view(), name="readyz"),
+    path("readyz", readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),
     path("admin/dashboard/", admin.site.admin_view(dashboard), name="arkme_dashboard"),
     path("admin/", admin.site.urls),

@@ -14,22 +14,17 @@ workers, a management command) the work runs in the calling thread, as before.
 
 Work here runs outside its request: no tracing context, and a database call on these
 threads opens a connection of its own, which the work must close (no request's end will).
-Readiness checks get their own few threads (``os_thread_executor``), so a probe never waits
-behind images.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 THREADS = 4
-CHECK_THREADS = 5  # readiness runs at most five checks side by side
 
 _pools: dict[str, Any] = {}
 _pools_lock = threading.Lock()
@@ -70,32 +65,3 @@ def offload(work: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         return work(*args, **kwargs)
     result: T = _threads("work", THREADS).apply(work, args, kwargs)
     return result
-
-
-class _OSThreads(Executor):
-    """``concurrent.futures``' interface over the pool's real threads, with the standard
-    ``Future`` that asyncio's ``run_in_executor`` insists on."""
-
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        future: Future[T] = Future()
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(fn(*args, **kwargs))
-            except BaseException as error:
-                future.set_exception(error)
-
-        _threads("checks", CHECK_THREADS).spawn(run)
-        return future
-
-
-def os_thread_executor() -> contextlib.AbstractContextManager[Executor | None]:
-    """For a library that runs an event loop in the serving thread and hands its synchronous
-    work to an executor (django-health-check): under gevent, real threads of their own, for the
-    default executor's threads would be greenlets of the loop's own thread, where Django
-    refuses every database call. Otherwise ``None``: the loop's default executor."""
-    if not _gevent_serving():
-        return contextlib.nullcontext(None)
-    return contextlib.nullcontext(_OSThreads())

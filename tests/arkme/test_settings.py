@@ -30,12 +30,61 @@ POSTGRES = "postgres://postgres@127.0.0.1:5432/arkme"
 
 
 def test_postgresql_prepares_repeated_statements_by_default():
-    assert database_options(DATABASE_URL=POSTGRES) == {"server_side_binding": True, "prepare_threshold": 5}
+    options = database_options(DATABASE_URL=POSTGRES)
+    assert (options["server_side_binding"], options["prepare_threshold"]) == (True, 5)
     assert database_options(DATABASE_URL=POSTGRES, DATABASE_PREPARE_THRESHOLD="2")["prepare_threshold"] == 2
 
 
 def test_a_threshold_of_zero_turns_prepared_statements_off():
-    assert database_options(DATABASE_URL=POSTGRES, DATABASE_PREPARE_THRESHOLD="0") == {}
+    options = database_options(DATABASE_URL=POSTGRES, DATABASE_PREPARE_THRESHOLD="0")
+    assert "server_side_binding" not in options and "prepare_threshold" not in options
+
+
+def database(**env: str) -> dict:
+    script = "import json, arkme.settings as s; print(json.dumps(s.DATABASES['default'], default=str))"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_")}
+    done = subprocess.run([sys.executable, "-c", script], env={**base, "DJANGO_SECRET_KEY": "x", **env},
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_postgresql_connections_come_from_a_pool_that_requests_share():
+    """Django's psycopg pool: a request's connection goes back to it at the request's end
+    (CONN_MAX_AGE 0, which the pool requires), checked as it is handed out."""
+    settings = database(DATABASE_URL=POSTGRES, DATABASE_CONN_MAX_AGE="60")
+    assert settings["OPTIONS"]["pool"] == {"min_size": 2, "max_size": 10, "timeout": 10.0, "name": "arkme"}
+    assert (settings["CONN_MAX_AGE"], settings["CONN_HEALTH_CHECKS"]) == (0, True)
+    assert settings["OPTIONS"]["prepare_threshold"] == 5  # prepared per pooled connection, kept across requests
+
+
+def test_the_pool_is_sized_from_the_environment():
+    pool = database(DATABASE_URL=POSTGRES, DATABASE_POOL_MIN_SIZE="0", DATABASE_POOL_MAX_SIZE="40",
+                    DATABASE_POOL_TIMEOUT="2.5")["OPTIONS"]["pool"]
+    assert (pool["min_size"], pool["max_size"], pool["timeout"]) == (0, 40, 2.5)
+
+
+def test_a_pool_of_size_zero_keeps_connections_per_request_or_by_age():
+    settings = database(DATABASE_URL=POSTGRES, DATABASE_POOL_MAX_SIZE="0", DATABASE_CONN_MAX_AGE="60")
+    assert "pool" not in settings["OPTIONS"] and settings["CONN_MAX_AGE"] == 60
+
+
+def test_sqlite_has_no_pool(tmp_path):
+    settings = database(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    assert "pool" not in settings["OPTIONS"] and settings["CONN_MAX_AGE"] == 0
+
+
+@pytest.mark.parametrize(("env", "says"), [
+    ({"DATABASE_POOL_MAX_SIZE": "-1"}, "DATABASE_POOL_MAX_SIZE must be at least 0"),
+    ({"DATABASE_POOL_MAX_SIZE": "ten"}, "DATABASE_POOL_MAX_SIZE must be a whole number"),
+    ({"DATABASE_POOL_MIN_SIZE": "11"}, "DATABASE_POOL_MIN_SIZE must be at most DATABASE_POOL_MAX_SIZE"),
+    ({"DATABASE_POOL_TIMEOUT": "0"}, "DATABASE_POOL_TIMEOUT must be more than 0"),
+    ({"DATABASE_POOL_TIMEOUT": "61"}, "DATABASE_POOL_TIMEOUT must be between 0 and 60"),
+    ({"DATABASE_POOL_TIMEOUT": "soon"}, "DATABASE_POOL_TIMEOUT must be a number of seconds"),
+])
+def test_bad_pool_settings_are_configuration_errors(env, says):
+    done = load_settings(DATABASE_URL=POSTGRES, **env)
+    assert done.returncode != 0 and says in done.stderr
 
 
 @pytest.mark.parametrize("bad", ["-1", "five"])

@@ -294,6 +294,27 @@ def test_an_idempotency_key_replays_the_first_response(gs):
     assert error_of(bad)["code"] == "invalid_idempotency_key"
 
 
+def test_an_idempotency_key_retry_of_an_approved_call_answers_the_first_result(dsh, session, world, mcp):
+    """The answer to the approved call was lost; the host retries with the same key, either the
+    answered round or the call from the start. Over REST the key replays the first result: the
+    same here, before the human is asked again (by now the card says the ID already changed)."""
+    key = {"Idempotency-Key": "id-change-1"}
+    arguments = {"arkme_id": "alice_keyed"}
+    first = mcp.call(APPROVE, arguments, **key)
+    [question] = first["inputRequests"]
+    yes = {question: {"action": "accept", "content": {"approve": True}}}
+    done = value_of(mcp.call(APPROVE, arguments, request_state=first["requestState"], input_responses=yes, **key))
+    assert done["account"]["arkme_id"] == "alice_keyed"
+    answered_again = mcp.call(APPROVE, arguments, request_state=first["requestState"], input_responses=yes, **key)
+    from_the_start = mcp.call(APPROVE, arguments, **key)
+    assert value_of(answered_again) == done and value_of(from_the_start) == done
+    assert ToolCall.objects.filter(tool_name=APPROVE, outcome="ok", replayed=False).count() == 1
+    assert ToolCall.objects.filter(tool_name=APPROVE, replayed=True).count() == 2
+    # The key with other arguments is the key's conflict, as over REST.
+    other = mcp.call(APPROVE, {"arkme_id": "alice_other"}, **key)
+    assert error_of(other)["code"] == "idempotency_key_reused"
+
+
 def test_without_a_key_it_is_401_with_a_challenge(dsh, session):
     response = dsh.api.generic("POST", f"/dsh/v1/sessions/{session}/mcp", "{}", content_type="application/json",
                                headers={"Authorization": ""})

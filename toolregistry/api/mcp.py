@@ -59,7 +59,7 @@ from arkme.kernel.tracing import event
 from arkme.kernel.tracing import span as traced_span
 
 from ..approvals import SealedApproval
-from ..execution import approval_card, tool_context, tool_declined, tool_execute
+from ..execution import CallResult, approval_card, tool_context, tool_declined, tool_execute, tool_replay
 from ..metadata import Approval
 from ..models import Surface
 from ..registrar import CompiledTool, Toolset
@@ -295,6 +295,13 @@ def _run(request: HttpRequest, tool: CompiledTool, arguments: dict[str, Any]) ->
         key = idempotency_key_of(request)
     except ArkmeError as error:
         raise _refuse(request, error.as_envelope()) from None
+    if key is not None:
+        # A retry after a lost answer gets the first call's result, as over REST, before the
+        # human is asked again: by now the card may say something else, or nothing could run.
+        replayed = tool_replay(client=call.client, session=call.session, name=tool.metadata.name,
+                               arguments=arguments, idempotency_key=key, surface=Surface.MCP)
+        if replayed is not None:
+            return _answer(request, replayed)
     approval: object = None
     if tool.metadata.approval is Approval.PRE_EXECUTE:
         if _can_elicit(request):
@@ -305,6 +312,11 @@ def _run(request: HttpRequest, tool: CompiledTool, arguments: dict[str, Any]) ->
         _confirmation_by_elicitation(request, call, tool, arguments)
     outcome = tool_execute(client=call.client, session=call.session, name=tool.metadata.name,
                            arguments=arguments, approval=approval, idempotency_key=key, surface=Surface.MCP)
+    return _answer(request, outcome)
+
+
+def _answer(request: HttpRequest, outcome: CallResult) -> dict[str, Any]:
+    """The pipeline's answer as the tool function's: the result, or the refusal raised."""
     if outcome.status >= 400:
         raise _refuse(request, outcome.body)
     result: dict[str, Any] = outcome.body["result"]
