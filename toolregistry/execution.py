@@ -21,14 +21,15 @@ from .arguments import arguments_digest, validate_arguments
 from .audit import OK, SERVER_ERROR, tool_call_record
 from .idempotency import CallResult, idempotency_claim, idempotency_complete, idempotency_release
 from .metadata import Approval, ApprovalCard, ToolContext
-from .models import IdempotencyRecord, Surface
+from .models import IdempotencyRecord, IdempotencyStatus, Surface
 from .ports import current_ports
 from .registrar import CompiledTool
 from .sessions import session_toolset
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CallResult", "approval_card", "tool_declined", "tool_execute", "tool_pre_execute", "visible_tool"]
+__all__ = ["CallResult", "approval_card", "tool_declined", "tool_execute", "tool_pre_execute", "tool_replay",
+           "visible_tool"]
 
 
 def visible_tool(session: AgentSession, name: str) -> CompiledTool:
@@ -111,6 +112,20 @@ def tool_declined(*, session: AgentSession, tool: CompiledTool, arguments: Any, 
                          outcome=str(error.code), http_status=error.http_status, duration_ms=0,
                          replayed=False, surface=Surface.MCP)
     return CallResult(error.http_status, error.as_envelope())
+
+
+def tool_replay(*, client: DshClient, session: AgentSession, name: str, arguments: Any, idempotency_key: str,
+                surface: Surface) -> CallResult | None:
+    """A repeat of a call whose ``Idempotency-Key`` already completed: the first call's answer
+    (or the key's conflict), through the pipeline so the replay is audited, before a door asks
+    the human anything again (the MCP form asks for an approval before the pipeline runs, and
+    by the retry the card may say something else). None for a key that is new or still
+    running: that call goes the whole way, approval included."""
+    if not IdempotencyRecord.objects.filter(client=client, session=session, key=idempotency_key,
+                                            status=IdempotencyStatus.COMPLETE).exists():
+        return None
+    return tool_execute(client=client, session=session, name=name, arguments=arguments,
+                        idempotency_key=idempotency_key, surface=surface)
 
 
 def tool_execute(*, client: DshClient, session: AgentSession, name: str, arguments: Any,
