@@ -251,9 +251,6 @@ ARKME_MESSAGE_MAX_ATTACHMENTS = _env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)
 ARKME_IDEMPOTENCY_TTL_SECONDS = _env_int("ARKME_IDEMPOTENCY_TTL_SECONDS", 86400)
 # How long the tool-call audit is kept; the periodic prune removes older rows.
 ARKME_AUDIT_RETENTION_DAYS = _env_int("ARKME_AUDIT_RETENTION_DAYS", 365)
-# How long a tool call's audit row may wait to be written with others (toolregistry/audit_writer.py);
-# 0 writes each row before its call answers.
-ARKME_AUDIT_WRITE_BEHIND_SECONDS = _env_seconds("ARKME_AUDIT_WRITE_BEHIND_SECONDS", 0.1, maximum=10)
 # Where invitation links point. Unset: the address the request that made the link came to
 # (so `make run` on any port works); set it in production to the public address.
 ARKME_PUBLIC_URL = os.environ.get("ARKME_PUBLIC_URL", "").strip().rstrip("/")

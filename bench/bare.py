@@ -4,7 +4,7 @@
 and reads the session in one raw SQL statement. ``FloorCandidatesView`` is not a goal but a yardstick: the least a
 candidates call can do under the same contract: the product's own statements and signing
 (the key and the session in one statement, the group with membership and size and the
-candidates in another, one signed ref each, the audit row handed to the product's audit writer) and the arguments' schema, with none of its layers between (no
+candidates in another, one signed ref each, the audit row written with the product's statement) and the arguments' schema, with none of its layers between (no
 serializer, catalog, Port or execution bookkeeping). The product's candidates figure is
 reported against it too.
 """
@@ -23,7 +23,7 @@ from groups.refs import candidate_ref_maker, read_source_ref
 from groups.selectors import _IS_MEMBER, _candidates_sql
 from toolregistry.api.base import DshApiView
 from toolregistry.arguments import integral_numbers
-from toolregistry.audit import writer as audit_writer
+from toolregistry.audit import insert_row as audit_insert
 from toolregistry.tools.business.arkme_group_member_candidates import INPUT_SCHEMA
 
 from .web_floors import _session as floor_session
@@ -72,7 +72,7 @@ class FloorCandidatesView(DshApiView):
             "candidates": [{"candidate_ref": sign(public_id), "display_name": name} for public_id, name in found[:limit]],
             "truncated": len(found) > limit,
         }}
-        audit_writer.add((
+        audit_insert((
             row[0], row[1], "arkme_group_member_candidates", "arkme.group_member.candidates@1", "ok", 200,
             int((time.monotonic() - started) * 1000), False, "rest", current_request_id(),
             connection.ops.adapt_datetimefield_value(timezone.now())))

@@ -4,8 +4,8 @@ Each is a DRF view (the product is a DRF service) that does the required work of
 product path and nothing between: the bearer key checked and the session read in one raw
 SQL statement, the same checks on the row (closed, idle, inactive account), the same
 touch write when the row is stale, the compiled toolset from the same cache, the same
-statements' worth of reads as raw SQL, the same signing, the same audit row (handed to the
-product's audit writer, which writes it behind the call as it does the product's) and, with an
+statements' worth of reads as raw SQL, the same signing, the same audit row (the product's
+statement, written before the answer as the product's is) and, with an
 ``Idempotency-Key``, the same claim and completion writes, on the product's kept cursor
 (``hot_cursor``) as the product's statements are. No serializer, catalog look-up
 by class, Port, tracing span or metric.
@@ -38,7 +38,7 @@ from groups.models import Group, Membership
 from toolregistry.api.base import DshApiView
 from toolregistry.api.parsers import loads_strict
 from toolregistry.arguments import arguments_digest, integral_numbers
-from toolregistry.audit import writer as audit_writer
+from toolregistry.audit import insert_row as audit_insert
 from toolregistry.metadata import Phase
 from toolregistry.models import IdempotencyRecord
 from toolregistry.registrar import registrar
@@ -202,8 +202,8 @@ class FloorContextView(DshApiView):
             body = {"result": _context(cursor, row)}
             if claim is not None:
                 cursor.execute(_statement("complete"), [200, json.dumps(body), claim])
-            audit_writer.add((
-                row[0], row[1], "arkme_context", "arkme.context@1", "ok", 200,
-                int((time.monotonic() - started) * 1000), False, "rest", current_request_id(),
-                connection.ops.adapt_datetimefield_value(timezone.now())))
+        audit_insert((
+            row[0], row[1], "arkme_context", "arkme.context@1", "ok", 200,
+            int((time.monotonic() - started) * 1000), False, "rest", current_request_id(),
+            connection.ops.adapt_datetimefield_value(timezone.now())))
         return HttpResponse(_json(body), content_type="application/json")

@@ -90,14 +90,6 @@ def _mcp_tools_run_as_served(monkeypatch):
     monkeypatch.setattr(django_mcpz.server, "_savepoints", contextlib.nullcontext)
 
 
-@pytest.fixture(autouse=True)
-def _audit_written_at_once(settings):
-    """Each audit row is written before its call answers, so a test reads it right after the
-    call from any thread (a live server's too); the write-behind has tests of its own
-    (tests/toolregistry/test_audit_writer.py)."""
-    settings.ARKME_AUDIT_WRITE_BEHIND_SECONDS = 0
-
-
 @pytest.fixture
 def figures() -> FigureRecorder:
     return FigureRecorder()

@@ -6,15 +6,17 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from arkme.kernel.admin import EstimatedCountPaginator, ReadOnlyAdminMixin
 from arkme.kernel.errors import ErrorCode
 
+from .audit import IN_PROGRESS, INTERRUPTED, INTERRUPTED_AFTER, OK, outcome_seen
 from .catalog import CATALOG
 from .models import ApprovalGrant, IdempotencyRecord, ToolCall
 
 _TOOL_NAMES = frozenset(module.METADATA.name for module in CATALOG.modules)
-_OUTCOMES = frozenset({"ok", *ErrorCode})
+_OUTCOMES = frozenset({OK, IN_PROGRESS, *ErrorCode})
 
 @admin.register(ApprovalGrant)
 class ApprovalGrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
@@ -46,12 +48,15 @@ class OutcomeFilter(_FixedChoiceFilter):
     title = "outcome"
     parameter_name = "outcome"
     options = (("ok", "ok"), ("errors", "errors only"), ("refused", "refused (4xx)"),
-               ("failed", "failed (5xx)"))
+               ("failed", "failed (5xx)"), (INTERRUPTED, "interrupted (no answer)"))
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
         if value == "ok":
-            return queryset.filter(http_status__lt=400)
+            # By outcome, not status: a write's row has no status until its call answers.
+            return queryset.filter(outcome=OK)
+        if value == INTERRUPTED:
+            return queryset.filter(outcome=IN_PROGRESS, created_at__lt=timezone.now() - INTERRUPTED_AFTER)
         if value == "errors":
             return queryset.filter(http_status__gte=400)
         if value == "refused":
@@ -89,6 +94,8 @@ class ToolCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="outcome", ordering="outcome")
     def result(self, call: ToolCall) -> str:
         replay = " (replayed)" if call.replayed else ""
+        if call.outcome == IN_PROGRESS:  # not answered (yet): no status
+            return outcome_seen(call.outcome, call.created_at, timezone.now())
         return f"{call.outcome} · {call.http_status}{replay}"
 
     @admin.display(description="duration", ordering="duration_ms")

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from opentelemetry.trace import StatusCode
 
 from arkme.accounts.models import AccountKey
@@ -18,9 +18,9 @@ from arkme.kernel.tracing import span as traced_span
 
 from .approvals import SealedApproval, approval_consume, approval_issue, approval_void
 from .arguments import arguments_digest, validate_arguments
-from .audit import OK, SERVER_ERROR, tool_call_record
+from .audit import OK, SERVER_ERROR, tool_call_begin, tool_call_end, tool_call_record
 from .idempotency import CallResult, idempotency_claim, idempotency_complete, idempotency_release
-from .metadata import Approval, ApprovalCard, ToolContext
+from .metadata import Approval, ApprovalCard, Effect, ToolContext
 from .models import IdempotencyRecord, IdempotencyStatus, Surface
 from .ports import current_ports
 from .registrar import CompiledTool
@@ -152,6 +152,7 @@ def _execute(*, client: DshClient, session: AgentSession, name: str, arguments: 
     tool_id, tool_label, replayed = "", "unknown", False
     record: IdempotencyRecord | None = None
     result: CallResult | None = None
+    begun: int | None = None  # a write's audit row, written before its effect
     try:
         try:
             tool = visible_tool(session, name)
@@ -163,6 +164,9 @@ def _execute(*, client: DshClient, session: AgentSession, name: str, arguments: 
                     digest=arguments_digest(tool.metadata.name, arguments))
                 replayed = result is not None
             if result is None:
+                if tool.metadata.effect is Effect.WRITE:
+                    begun = tool_call_begin(session=session, tool_name=tool.metadata.name, tool_id=tool_id,
+                                            surface=surface)
                 result = _run(session, tool, arguments, approval)
         except ArkmeError as error:
             result = CallResult(error.http_status, error.as_envelope())
@@ -182,11 +186,26 @@ def _execute(*, client: DshClient, session: AgentSession, name: str, arguments: 
         else:
             outcome = str(result.body.get("error", {}).get("code", "error"))
         seconds = time.monotonic() - started
-        tool_call_record(session=session, tool_name=str(name), tool_id=tool_id, outcome=outcome,
-                         http_status=status, duration_ms=int(seconds * 1000), replayed=replayed, surface=surface)
+        if begun is None:
+            # Written before the answer; a failure here (the database gone) fails the call.
+            tool_call_record(session=session, tool_name=str(name), tool_id=tool_id, outcome=outcome,
+                             http_status=status, duration_ms=int(seconds * 1000), replayed=replayed,
+                             surface=surface)
+        else:
+            _end_write(begun, outcome=outcome, http_status=status, duration_ms=int(seconds * 1000))
         calls, durations = _call_metrics(tool_label, outcome, str(surface))
         calls.inc()
         durations.observe(seconds)
+
+
+def _end_write(call: int, *, outcome: str, http_status: int, duration_ms: int) -> None:
+    """A write's row gets its ending. If that cannot be written, the effect has committed and
+    its row exists (``in_progress``, an interrupted call to the audit), so the caller gets the
+    result rather than an error that would invite a second effect; the failure is logged."""
+    try:
+        tool_call_end(call, outcome=outcome, http_status=http_status, duration_ms=duration_ms)
+    except DatabaseError:
+        logger.exception("the audit row of a write could not be ended", extra={"tool_call": call, "outcome": outcome})
 
 
 @functools.lru_cache(maxsize=4096)

@@ -3,6 +3,12 @@
 The audit can hold tens of millions of rows; the dashboard never reads it. A periodic task
 rebuilds the roll-up rows of the hours that changed since its last run, reading only those
 hours' audit rows through the ``created_at`` index.
+
+A write's row changes after it is inserted (``in_progress`` until the call answers), so the
+hours whose rows may still change are rolled up again: those of the last ``SETTLE`` (twice
+the time after which a row still ``in_progress`` is an interrupted call, which covers the
+task's five-minute period). A row still ``in_progress`` is counted as such while its call may
+still be running, and as ``interrupted`` (a server failure: the caller got no answer) after.
 """
 from __future__ import annotations
 
@@ -15,9 +21,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from .audit import INTERRUPTED, INTERRUPTED_AFTER, outcome_seen
 from .models import LATENCY_BOUNDS_MS, ToolCall, ToolCallHour
 
 HOUR = timedelta(hours=1)
+SETTLE = 2 * INTERRUPTED_AFTER
 
 
 def _hour_of(moment: datetime) -> datetime:
@@ -34,24 +42,25 @@ def tool_calls_roll_up(*, now: datetime | None = None, since: datetime | None = 
     now = now or timezone.now()
     if since is None:
         latest = ToolCallHour.objects.aggregate(latest=Max("hour"))["latest"]
-        since = latest if latest is not None else now - timedelta(days=1)
+        since = min(latest, now - SETTLE) if latest is not None else now - timedelta(days=1)
     start = _hour_of(since)
     written = 0
     hour = start
     while hour <= now:
-        written += _roll_up_hour(hour)
+        written += _roll_up_hour(hour, now)
         hour += HOUR
     return written
 
 
-def _roll_up_hour(hour: datetime) -> int:
+def _roll_up_hour(hour: datetime, now: datetime) -> int:
     counts: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0] + [0] * (len(LATENCY_BOUNDS_MS) + 1))
     rows = ToolCall.objects.filter(created_at__gte=hour, created_at__lt=hour + HOUR).values_list(
-        "tool_name", "outcome", "surface", "http_status", "duration_ms").iterator(chunk_size=5000)
-    for tool, outcome, surface, status, duration in rows:
-        entry = counts[(tool, outcome, surface)]
+        "tool_name", "outcome", "surface", "http_status", "duration_ms", "created_at").iterator(chunk_size=5000)
+    for tool, outcome, surface, status, duration, created_at in rows:
+        seen = outcome_seen(outcome, created_at, now)
+        entry = counts[(tool, seen, surface)]
         entry[0] += 1
-        entry[1] += status >= 400
+        entry[1] += status >= 400 or seen == INTERRUPTED
         entry[2 + _bucket(duration)] += 1
     with transaction.atomic():
         ToolCallHour.objects.filter(hour=hour).delete()

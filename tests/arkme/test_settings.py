@@ -130,26 +130,3 @@ def test_every_variable_the_settings_read_is_in_readmes_configuration():
     readme = (ROOT / "README.md").read_text()
     configuration = readme[readme.index("## Configuration"):readme.index("## ", readme.index("## Configuration") + 3)]
     assert sorted(name for name in names if f"`{name}`" not in configuration) == []
-
-
-def audit_window(value: str) -> subprocess.CompletedProcess:
-    script = "import arkme.settings as s; print(s.ARKME_AUDIT_WRITE_BEHIND_SECONDS)"
-    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "DJANGO_SECRET_KEY": "x", "ARKME_AUDIT_WRITE_BEHIND_SECONDS": value})
-
-
-@pytest.mark.parametrize(("value", "read"), [("", "0.1"), ("0", "0.0"), ("0.5", "0.5"), ("10", "10.0")])
-def test_the_audit_window_is_seconds_from_zero_to_ten(value, read):
-    done = audit_window(value)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == read
-
-
-@pytest.mark.parametrize(("value", "says"), [
-    ("soon", "a number of seconds"), ("-1", "between 0 and 10"), ("11", "between 0 and 10"),
-    ("nan", "between 0 and 10"), ("inf", "between 0 and 10"),
-])
-def test_an_audit_window_out_of_range_stops_the_start(value, says):
-    done = audit_window(value)
-    assert done.returncode != 0
-    assert f"ARKME_AUDIT_WRITE_BEHIND_SECONDS must be {says}" in done.stderr

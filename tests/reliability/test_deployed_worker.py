@@ -111,7 +111,7 @@ def test_a_client_connection_that_ends_leaves_no_database_connection(tmp_path):
     _admin(f"DROP DATABASE IF EXISTS {database}")
     _admin(f"CREATE DATABASE {database}")
     env, world = deployment(tmp_path, DATABASE_URL=urlunsplit(urlsplit(POSTGRES)._replace(path=f"/{database}")),
-                            DATABASE_CONN_MAX_AGE="60", ARKME_AUDIT_WRITE_BEHIND_SECONDS="0")
+                            DATABASE_CONN_MAX_AGE="60")
     process, port = gunicorn(env)
 
     def backends() -> int:

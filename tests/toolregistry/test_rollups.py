@@ -40,3 +40,32 @@ def test_the_roll_up_counts_outcomes_errors_and_latency(db, dsh, world):
     calls(session, now, [("arkme_context", "ok", 200, 5, "rest")])
     tool_calls_roll_up(now=now)
     assert [point.calls for point in tool_call_series(hours=3, now=now)] == [10, 0, 2]
+
+
+def test_a_write_left_in_progress_is_rolled_up_as_an_interrupted_failure(db, dsh, world):
+    """A row still ``in_progress`` may be a call still running; once no call could be, its
+    process died mid-call, and the caller got no answer: an error."""
+    from arkme.conversations.models import AgentSession
+
+    session = AgentSession.objects.get(public_id=dsh.open_session(world.alice)["session"])
+    now = timezone.now().replace(minute=30)
+    calls(session, now - timedelta(hours=1), [("arkme_id_change", "in_progress", 0, 0, "rest")])
+    calls(session, now - timedelta(seconds=5), [("arkme_id_change", "in_progress", 0, 0, "rest")])
+    tool_calls_roll_up(now=now, since=now - timedelta(hours=2))
+    series = tool_call_series(hours=2, now=now)
+    assert series[0].calls_by_outcome == {"interrupted": 1} and series[0].errors == 1
+    assert series[1].calls_by_outcome == {"in_progress": 1} and series[1].errors == 0
+
+
+def test_the_hour_a_running_write_began_in_is_rolled_up_again_once_it_ends(db, dsh, world):
+    """The write began just before the hour turned and answered just after the roll-up read it."""
+    from arkme.conversations.models import AgentSession
+
+    session = AgentSession.objects.get(public_id=dsh.open_session(world.alice)["session"])
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0)
+    calls(session, hour - timedelta(seconds=1), [("arkme_id_change", "in_progress", 0, 0, "rest")])
+    calls(session, hour + timedelta(seconds=1), [("arkme_context", "ok", 200, 5, "rest")])
+    tool_calls_roll_up(now=hour + timedelta(seconds=2), since=hour - timedelta(hours=1))
+    ToolCall.objects.filter(outcome="in_progress").update(outcome="ok", http_status=200, duration_ms=1500)
+    tool_calls_roll_up(now=hour + timedelta(minutes=5))
+    assert tool_call_series(hours=2, now=hour)[1].calls_by_outcome == {"ok": 1}
