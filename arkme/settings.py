@@ -96,6 +96,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "arkme.kernel.logs.RequestIdMiddleware",
     "arkme.kernel.budget.RequestBudgetMiddleware",
+    # A view that met a database outage answers 503 database_unavailable (JSON or a page).
+    "arkme.kernel.outages.OutageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's styles) from the web process itself, compressed and cached.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -179,6 +181,18 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     if _prepare_threshold:
         DATABASES["default"].setdefault("OPTIONS", {}).update(
             {"server_side_binding": True, "prepare_threshold": _prepare_threshold})
+    # A database that refuses, drops or stops answering is a 503 within the request budget
+    # (arkme/kernel/outages.py), not a request that waits until its worker is killed: a
+    # connection attempt (the pool's too) gives up after DATABASE_CONNECT_TIMEOUT seconds, a
+    # sent query whose bytes the network never acknowledges after tcp_user_timeout, and a
+    # statement, lock waits included, after DATABASE_STATEMENT_TIMEOUT seconds (0: none, for a
+    # long migration or a pooler that refuses the startup option).
+    _db_options = DATABASES["default"].setdefault("OPTIONS", {})
+    _db_options.setdefault("connect_timeout", _env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1))
+    _db_options.setdefault("tcp_user_timeout", 10_000)
+    _statement_timeout = _env_int("DATABASE_STATEMENT_TIMEOUT", 20, minimum=0)
+    if _statement_timeout:
+        _db_options["options"] = f"{_db_options.get('options', '')} -c statement_timeout={_statement_timeout}s".strip()
     _pool = _database_pool()
     if _pool:
         DATABASES["default"]["OPTIONS"] = {**DATABASES["default"].get("OPTIONS", {}), "pool": _pool}
@@ -217,9 +231,22 @@ if ARKME_STORAGE == "filesystem":
 elif ARKME_STORAGE == "s3":
     if not ARKME_S3_BUCKET:
         raise ImproperlyConfigured("ARKME_S3_BUCKET is required when ARKME_STORAGE=s3")
+    from botocore.config import Config as _S3Config
+
+    # A hanging or refusing S3 is 503 storage_unavailable within the request budget, from the
+    # web process and from a worker alike: each operation gives up after at most
+    # ARKME_S3_MAX_ATTEMPTS × (connect + read timeout), 2 × (3 + 5) s by default, which stays
+    # below ARKME_TASK_WAIT_SECONDS (a store task answers its own storage_unavailable before
+    # the web stops waiting for it); botocore's defaults are 60 s each, tried up to 5 times.
+    _s3_client = _S3Config(
+        connect_timeout=_env_seconds("ARKME_S3_CONNECT_TIMEOUT_SECONDS", 3, maximum=60),
+        read_timeout=_env_seconds("ARKME_S3_READ_TIMEOUT_SECONDS", 5, maximum=60),
+        retries={"mode": "standard", "total_max_attempts": _env_int("ARKME_S3_MAX_ATTEMPTS", 2, minimum=1)},
+    )
     _blob_storage = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
+            "client_config": _s3_client,
             "bucket_name": ARKME_S3_BUCKET,
             "endpoint_url": ARKME_S3_ENDPOINT_URL,
             "region_name": ARKME_S3_REGION,

@@ -32,6 +32,7 @@ class ErrorCode(enum.StrEnum):
     THROTTLED = "throttled"
     INTERNAL_ERROR = "internal_error"
     DEPENDENCY_UNAVAILABLE = "dependency_unavailable"
+    DATABASE_UNAVAILABLE = "database_unavailable"
     STORAGE_UNAVAILABLE = "storage_unavailable"
     TASK_QUEUE_UNAVAILABLE = "task_queue_unavailable"
     # Clients, sessions and messages.
@@ -201,6 +202,11 @@ class DependencyUnavailable(ArkmeError):
     code = ErrorCode.DEPENDENCY_UNAVAILABLE
     http_status = 503
     default_message = "A dependency is unavailable; the request is safe to retry."
+
+
+class DatabaseUnavailable(DependencyUnavailable):
+    code = ErrorCode.DATABASE_UNAVAILABLE
+    default_message = "The database is unavailable; try again."
 
 
 class StorageUnavailable(DependencyUnavailable):

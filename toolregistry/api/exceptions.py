@@ -20,6 +20,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from arkme.kernel.errors import ArkmeError, ErrorCode
+from arkme.kernel.outages import RETRY_AFTER_SECONDS, current_outage, outage_error, unavailable_response
 
 logger = logging.getLogger("arkme.api")
 
@@ -93,6 +94,9 @@ def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return envelope(ErrorCode.INVALID_REQUEST, "The request is malformed.", 400)
     if isinstance(exc, drf.APIException):
         return envelope(ErrorCode.ERROR, "The request could not be completed.", exc.status_code)
+    outage = outage_error(exc)  # authentication reads the database too
+    if outage is not None:
+        return Response(outage.as_envelope(), status=outage.http_status, headers={"Retry-After": RETRY_AFTER_SECONDS})
     logger.exception("unhandled error in the DSH API", exc_info=exc)
     return envelope(ErrorCode.INTERNAL_ERROR, "Something went wrong on our side.", 500)
 
@@ -126,6 +130,11 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    """What escaped every view and middleware: a database outage met outside a view (a
+    browser session saved on the way out) is still the door's 503."""
+    outage = current_outage()
+    if outage is not None:
+        return unavailable_response(request, outage)
     if _is_api(request):
         return JsonResponse(
             {"error": {"code": ErrorCode.INTERNAL_ERROR, "message": "Something went wrong on our side."}}, status=500

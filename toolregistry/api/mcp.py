@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import threading
 import time
@@ -53,7 +54,7 @@ from arkme.conversations.sessions import session_for_key
 from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, ErrorCode, NotAuthenticated
 from arkme.kernel.ids import token_digest
 from arkme.kernel.metrics import APPROVALS
-from arkme.kernel.outages import DATABASE_ERRORS, outage_error
+from arkme.kernel.outages import DATABASE_ERRORS, outage_error, outage_summary
 from arkme.kernel.text import size_text
 from arkme.kernel.tracing import event
 from arkme.kernel.tracing import span as traced_span
@@ -66,6 +67,8 @@ from ..registrar import CompiledTool, Toolset
 from ..sessions import session_toolset
 from .idempotency_key import idempotency_key_of
 from .parsers import loads_strict
+
+logger = logging.getLogger(__name__)
 
 SERVER_NAME = "arkme-tool-registry"
 SERVER_VERSION = "1"
@@ -332,6 +335,7 @@ def _tool_function(tool: CompiledTool) -> Any:
             outage = outage_error(exc)
             if outage is None:
                 raise
+            logger.warning("a tool call met a database outage: %s", outage_summary(exc))
             raise _refuse(request, outage.as_envelope()) from None
 
     return run
