@@ -22,6 +22,7 @@ from .selectors import (
 )
 from .services.gallery_add import (
     gallery_add_awaiting_confirmation,
+    gallery_add_record_reply,
     gallery_cancel_add,
     gallery_confirm_add,
     gallery_prepare_add,
@@ -50,6 +51,11 @@ class GalleryAdapter:
         waiting = gallery_add_awaiting_confirmation(account=account, session=session, extension=extension,
                                                     operation=operation)
         return None if waiting is None else operation_view(waiting)["question"]
+
+    def record_reply(self, *, account: AccountKey, session: SessionKey, extension: str, operation: str,
+                     text: str) -> None:
+        gallery_add_record_reply(account=account, session=session, extension=extension, operation=operation,
+                                 text=text)
 
     def cancel_add(self, *, account: AccountKey, session: SessionKey, extension: str,
                    operation: str) -> GalleryResult:

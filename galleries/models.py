@@ -129,6 +129,10 @@ class PendingOperation(models.Model):
     request_digest = models.CharField(max_length=64, help_text="What was asked for; the same prepare again gets this operation.")
     sources = models.JSONField(help_text="Server-side source handles and fingerprints, in order. Never shown to the model.")
     after_message = models.BigIntegerField(default=0, help_text="Confirmation must come in a message recorded after this one.")
+    # The human's answer to this operation's own question (an MCP form), which confirms this
+    # operation and no other: a 确认 in the conversation confirms whatever is pending.
+    reply = models.TextField(blank=True, default="", help_text="The human's reply to this operation's question, when asked directly.")
+    replied_at = models.DateTimeField(null=True, blank=True)
     failure_code = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     expires_at = models.DateTimeField(db_index=True)

@@ -101,6 +101,8 @@ Execute = Callable[[ToolContext, Mapping[str, Any]], Mapping[str, Any]]
 DescribeApproval = Callable[[ToolContext, Mapping[str, Any]], ApprovalCard]
 # The question a human must answer in the conversation before this call can go on, or None.
 AskHuman = Callable[[ToolContext, Mapping[str, Any]], "str | None"]
+# Record the human's reply to that question, asked them directly, for this call's object only.
+RecordReply = Callable[[ToolContext, Mapping[str, Any], str], None]
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,10 @@ class ToolDefinition:
     output_schema: Mapping[str, Any] = field(default_factory=dict)
     describe_approval: DescribeApproval | None = field(default=None)
     # A surface that can ask the human directly (an MCP elicitation) asks this question and
-    # records the reply as the user's message; REST hosts relay it through the conversation.
+    # records the reply with ``record_reply``, bound to what was asked about (a message in the
+    # conversation would answer every pending question); REST hosts relay it as a message.
     ask_human: AskHuman | None = field(default=None)
+    record_reply: RecordReply | None = field(default=None)
 
 
 class ToolModule(Protocol):

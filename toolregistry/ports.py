@@ -57,6 +57,11 @@ class GalleryPort(Protocol):
                               operation: str) -> str | None:
         """The prepare's question while the add waits for the human's 确认, else None."""
 
+    def record_reply(self, *, account: AccountKey, session: SessionKey, extension: str, operation: str,
+                     text: str) -> None:
+        """The human's reply to this add's question, asked them directly: it confirms this
+        add alone when it is 确认 (``400 invalid_request`` for a text no message may hold)."""
+
     def cancel_add(self, *, account: AccountKey, session: SessionKey, extension: str,
                    operation: str) -> GalleryResult: ...
 

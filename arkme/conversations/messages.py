@@ -13,6 +13,26 @@ from arkme.kernel.errors import Conflict, ErrorCode, InvalidRequest, StorageUnav
 from .attachments import attachment_key, attachment_store, delete_attachments, sha256_of
 from .models import AgentSession, CapturedAttachment, Message
 
+MESSAGE_TEXT_MAX = 20_000
+
+
+def message_text_checked(text: str, *, field: str = "text") -> str:
+    """A text the human wrote, as it may be stored: at most ``MESSAGE_TEXT_MAX`` characters,
+    no NUL (PostgreSQL's text cannot hold one) and no lone surrogate (not encodable as UTF-8),
+    the rules of the REST message serializer; otherwise its ``400 invalid_request``. Every
+    door that records what the human said checks it here."""
+    if len(text) > MESSAGE_TEXT_MAX or "\x00" in text or not _encodable(text):
+        raise InvalidRequest(f"Invalid request: {field}.", details={"fields": [field]})
+    return text
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
 
 def _duplicate() -> Conflict:
     return Conflict("A message with this id was already recorded.", code=ErrorCode.DUPLICATE_MESSAGE)
@@ -23,6 +43,7 @@ def message_record(*, session: AgentSession, message_id: str, text: str,
     """Upload the attachments first, then record the message and its rows in one short
     transaction (no connection waits idle in a transaction during an upload); a failure on
     either side removes what was uploaded and leaves nothing."""
+    message_text_checked(text)
     if len(attachments) > settings.ARKME_MESSAGE_MAX_ATTACHMENTS:
         raise InvalidRequest(f"A message may have at most {settings.ARKME_MESSAGE_MAX_ATTACHMENTS} attachments.",
                              code=ErrorCode.TOO_MANY_ATTACHMENTS,

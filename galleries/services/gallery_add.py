@@ -1,9 +1,11 @@
 """Adding images to a gallery: prepare, then the human's 确认, then confirm (or cancel).
 
 prepare:  ownership, reconciliation, capacity, then a pending operation; nothing else written.
-confirm:  the 确认 is the latest direct message; same target; every source re-read with an
-          unchanged fingerprint; missing blobs stored; then one transaction that locks the
-          gallery, reconciles and checks capacity again, appends, bumps the revision.
+confirm:  the 确认 is the latest direct message, or the human's reply to this operation's own
+          question (asked directly, an MCP form), which confirms this operation and no other;
+          same target; every source re-read with an unchanged fingerprint; missing blobs
+          stored; then one transaction that locks the gallery, reconciles and checks capacity
+          again, appends, bumps the revision.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from django.utils import timezone
 
 from arkme.accounts.models import AccountIdentity
 from arkme.conversations import selectors as conversation
+from arkme.conversations.messages import message_text_checked
 from arkme.conversations.models import SessionKey
 from arkme.conversations.sessions import session_is_live
 from arkme.kernel.errors import ArkmeError, Conflict, ContentRejected, DependencyUnavailable, ErrorCode, NotFound
@@ -154,6 +157,29 @@ def _fail(operation: PendingOperation, error: ArkmeError) -> ArkmeError:
     return error
 
 
+def _confirmed_by_human(op: PendingOperation, session: SessionKey) -> bool:
+    """The human confirmed this operation: they replied 确认 to its own question, or their
+    latest direct message, recorded after the prepare, is 确认."""
+    if op.replied_at is not None and is_confirmation(op.reply):
+        return True
+    latest = conversation.latest_message(session.pk)
+    return latest is not None and latest.pk > op.after_message and is_confirmation(latest.text)
+
+
+def gallery_add_record_reply(*, account: AccountIdentity, session: SessionKey, extension: str, operation: str,
+                             text: str) -> None:
+    """Record the human's reply to this operation's question, asked them directly. It answers
+    that question only: it confirms this operation when it is 确认, and no other, unlike a
+    message in the conversation (the human never saw another operation's question). The text
+    is held to a message's rules. An operation that is not pending keeps nothing: confirm says
+    why."""
+    text = message_text_checked(text, field="reply")
+    PendingOperation.objects.filter(
+        public_id=str(operation), account_id=account.pk, session_id=session.pk,
+        extension__public_id=str(extension), extension__owner_id=account.pk, status=OperationStatus.PENDING,
+    ).update(reply=text, replied_at=timezone.now())
+
+
 def gallery_add_awaiting_confirmation(*, account: AccountIdentity, session: SessionKey, extension: str,
                                       operation: str) -> PendingOperation | None:
     """The pending add still waiting for the human's 确认, or None (unknown, ended, expired, or
@@ -163,10 +189,7 @@ def gallery_add_awaiting_confirmation(*, account: AccountIdentity, session: Sess
         extension__public_id=str(extension), extension__owner_id=account.pk,
         status=OperationStatus.PENDING, expires_at__gt=timezone.now(),
     ).select_related("extension__gallery").first()
-    if op is None:
-        return None
-    latest = conversation.latest_message(session.pk)
-    if latest is not None and latest.pk > op.after_message and is_confirmation(latest.text):
+    if op is None or _confirmed_by_human(op, session):
         return None
     return op
 
@@ -176,8 +199,7 @@ def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extens
     op = _operation_for(account, session, extension, operation)
     if _expire_if_due(op) or op.status != OperationStatus.PENDING:
         raise _ended(op.status)
-    latest = conversation.latest_message(session.pk)
-    if latest is None or latest.pk <= op.after_message or not is_confirmation(latest.text):
+    if not _confirmed_by_human(op, session):
         # The operation stays pending: the human may still say 确认.
         raise Conflict(f"The user has not confirmed: their latest message must be {CONFIRMATION}.",
                        code=ErrorCode.CONFIRMATION_REQUIRED)

@@ -249,7 +249,9 @@ def test_confirm_asks_the_prepares_question_and_records_the_reply(gs):
     assert request["params"]["requestedSchema"]["properties"]["reply"]["type"] == "string"
     done = client.call_answering("arkme_extension_preview_add", arguments, accept(reply="确认"))
     assert value_of(done)["added"] == 1
-    assert Message.objects.filter(text="确认").count() == 1
+    # Recorded on the operation it answers, not as a message that would answer every question.
+    assert PendingOperation.objects.get(public_id=prepared["operation"]).reply == "确认"
+    assert not Message.objects.exists()
 
 
 @pytest.mark.parametrize("answer", [accept(reply="no"), lambda params: {"action": "decline"}])
@@ -270,6 +272,51 @@ def test_a_confirmation_already_said_is_not_asked_again(gs):
     result = Mcp(gs.dsh, gs.session).call(
         "arkme_extension_preview_add", {"action": "confirm", "extension": gs.extension, "operation": prepared["operation"]})
     assert value_of(result)["added"] == 1
+
+
+def test_a_reply_confirms_only_the_operation_it_was_asked_for(gs, world):
+    """Two adds wait, to two extensions. The human answers 确认 to the first one's question;
+    the second one's question they never saw, so neither door may confirm it on that answer."""
+    from galleries.services.extensions import extension_create
+
+    other = extension_create(owner=world.alice, name="other-ext").public_id
+    first, second = gs.write_many(2)
+    asked = gs.prepare(source="workspace", workspace_paths=[first]).json()["result"]
+    unseen = gs.dsh.execute(gs.session, "arkme_extension_preview_add", {
+        "action": "prepare", "extension": other, "source": "workspace", "workspace_paths": [second]}).json()["result"]
+    client = Mcp(gs.dsh, gs.session)
+    confirm_asked = {"action": "confirm", "extension": gs.extension, "operation": asked["operation"]}
+    assert value_of(client.call_answering("arkme_extension_preview_add", confirm_asked, accept(reply="确认")))["added"] == 1
+    confirm_unseen = {"action": "confirm", "extension": other, "operation": unseen["operation"]}
+    # Over MCP its own question is asked; through the conversation (REST, earlier clients) it waits.
+    again = client.call("arkme_extension_preview_add", confirm_unseen)
+    assert again["resultType"] == "input_required"
+    [request] = again["inputRequests"].values()
+    assert request["params"]["message"] == unseen["question"]
+    assert gs.confirm(unseen["operation"], extension=other).json()["error"]["code"] == "confirmation_required"
+    legacy = Mcp(gs.dsh, gs.session, version=LEGACY).call("arkme_extension_preview_add", confirm_unseen)
+    assert error_of(legacy)["code"] == "confirmation_required"
+    assert PendingOperation.objects.get(public_id=unseen["operation"]).status == OperationStatus.PENDING
+    # The answer to its own question confirms it.
+    assert value_of(client.call_answering("arkme_extension_preview_add", confirm_unseen, accept(reply="确认。")))["added"] == 1
+
+
+@pytest.mark.parametrize("reply", ["确\x00认", "确认\x00", "确" * 20_001])
+def test_a_reply_is_held_to_a_messages_text_rules(gs, reply):
+    """A NUL (which PostgreSQL's text cannot hold) or a text past the limit: the message
+    endpoint answers 400 invalid_request; the reply is the same refusal, nothing is recorded
+    and the add stays pending. (A lone surrogate never reaches either: the body is refused.)"""
+    said = gs.dsh.api.post(f"/dsh/v1/sessions/{gs.session}/messages", {"id": "m-bad", "text": reply}, format="json")
+    assert said.status_code == 400 and said.json()["error"] == {
+        "code": "invalid_request", "message": "Invalid request: text.", "details": {"fields": ["text"]}}
+    prepared = _prepared(gs)
+    arguments = {"action": "confirm", "extension": gs.extension, "operation": prepared["operation"]}
+    refused = Mcp(gs.dsh, gs.session).call_answering("arkme_extension_preview_add", arguments, accept(reply=reply))
+    assert error_of(refused) == {"code": "invalid_request", "message": "Invalid request: reply.",
+                                 "details": {"fields": ["reply"]}}
+    operation = PendingOperation.objects.get(public_id=prepared["operation"])
+    assert operation.status == OperationStatus.PENDING and operation.replied_at is None
+    assert not Message.objects.exists()
 
 
 def test_earlier_clients_confirm_through_messages(gs):

@@ -12,7 +12,7 @@ What this module adds is the registry's part:
 - refusals as tool errors carrying the REST envelope in ``structuredContent``;
 - pre-execute approvals as a form elicitation whose ``requestState`` names the approval only
   by its digest and is spent by the ledger (single use is the server's, not the client's);
-- the gallery's 确认 as a form elicitation, recorded as the user's reply.
+- the gallery's 确认 as a form elicitation, whose reply confirms the operation it was asked for.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ from django_mcpz.server import (
 from opentelemetry.trace import Span, SpanKind, StatusCode
 from rest_framework.exceptions import ParseError
 
-from arkme.conversations.messages import message_record
+from arkme.conversations.messages import MESSAGE_TEXT_MAX
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_for_key
 from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError, ErrorCode, NotAuthenticated
@@ -89,7 +89,6 @@ SESSION_NOT_FOUND = "Session not found"
 APPROVAL_META = "io.arkme/approval"
 APPROVAL_KEY = "approval"
 REPLY_KEY = "reply"
-REPLY_MAX = 20_000  # the REST message text limit
 APPROVE_SCHEMA = {
     "type": "object",
     "properties": {"approve": {"type": "boolean", "title": "Approve",
@@ -98,7 +97,7 @@ APPROVE_SCHEMA = {
 }
 REPLY_SCHEMA = {
     "type": "object",
-    "properties": {"reply": {"type": "string", "title": "Reply", "maxLength": REPLY_MAX}},
+    "properties": {"reply": {"type": "string", "title": "Reply", "maxLength": MESSAGE_TEXT_MAX}},
     "required": ["reply"],
 }
 WWW_AUTHENTICATE = 'Bearer realm="dsh"'
@@ -272,12 +271,14 @@ def _digest(text: str) -> str:
 
 def _confirmation_by_elicitation(request: HttpRequest, call: _Call, tool: CompiledTool,
                                  arguments: dict[str, Any]) -> None:
-    """Ask the human the prepare's question when no 确认 is recorded after it; their reply is
-    recorded as their latest message, so confirm decides exactly as it does for REST."""
-    ask = tool.definition.ask_human
-    if ask is None or not tool.validator.is_valid(arguments):
+    """Ask the human the prepare's question when no 确认 is recorded after it. The reply is
+    recorded by the tool for the operation it was asked about (it confirms that one alone),
+    held to a message's text rules; confirm then decides."""
+    ask, record = tool.definition.ask_human, tool.definition.record_reply
+    if ask is None or record is None or not tool.validator.is_valid(arguments):
         return  # invalid arguments are refused by the pipeline, the same way as over REST
-    question = ask(tool_context(call.session), arguments)
+    context = tool_context(call.session)
+    question = ask(context, arguments)
     if question is None:
         return
     event("arkme.confirmation.asked")
@@ -288,8 +289,12 @@ def _confirmation_by_elicitation(request: HttpRequest, call: _Call, tool: Compil
         return  # nothing recorded: confirm says the 确认 is missing and the add stays pending
     reply = answer.get("reply")
     event("arkme.confirmation.answered", **{"arkme.confirmation.replied": bool(isinstance(reply, str) and reply.strip())})
-    if isinstance(reply, str) and reply.strip():
-        message_record(session=call.session, message_id="mcp-" + secrets.token_hex(12), text=reply[:REPLY_MAX])
+    if not isinstance(reply, str):
+        return
+    try:
+        record(context, arguments, reply)
+    except ArkmeError as error:
+        raise _refuse(request, error.as_envelope()) from None
 
 
 def _run(request: HttpRequest, tool: CompiledTool, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -501,10 +506,10 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
     # Opaque: the state is signed, not encrypted, and a host may read it.
     principal = "dsh" + token_digest(f"{client.pk}:{agent_session.public_id}")[:32]
     request.user = _Principal(principal)  # type: ignore[assignment]
-    response = _unknown_id_left_out(request, server_for(session_toolset(agent_session))(request))
+    answer = _unknown_id_left_out(request, server_for(session_toolset(agent_session))(request))
     if isinstance(message, dict) and message.get("method") == "initialize":
-        response = _initialized(response)
-    return response
+        answer = _initialized(answer)
+    return answer
 
 
 def _readable(request: HttpRequest) -> object:

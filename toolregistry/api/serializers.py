@@ -5,7 +5,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from arkme.kernel.errors import ErrorCode
+from arkme.conversations.messages import MESSAGE_TEXT_MAX, message_text_checked
+from arkme.kernel.errors import ErrorCode, InvalidRequest
 
 
 class StrictSerializer(serializers.Serializer):
@@ -37,11 +38,21 @@ class SessionOpenRequest(StrictSerializer):
                             help_text="The Agent workspace folder, [A-Za-z0-9_-]{1,64}.")
 
 
+def _message_text(value: str) -> None:
+    """The text rules of everything the human says (message_text_checked), so that a message
+    and an MCP form's reply are held to the same ones."""
+    try:
+        message_text_checked(value)
+    except InvalidRequest as refused:
+        raise serializers.ValidationError(refused.message) from None
+
+
 class MessageText(StrictSerializer):
     """A message as JSON: its id and text."""
 
     id = StringField(max_length=128, help_text="Unique per session.")
-    text = StringField(max_length=20000, required=False, allow_blank=True, default="", trim_whitespace=False)
+    text = StringField(max_length=MESSAGE_TEXT_MAX, required=False, allow_blank=True, default="",
+                       trim_whitespace=False, validators=[_message_text])
 
 
 class MessageRequest(MessageText):

@@ -117,6 +117,13 @@ def ask_human(context: ToolContext, arguments: Mapping[str, Any]) -> str | None:
         operation=arguments["operation"])
 
 
+def record_reply(context: ToolContext, arguments: Mapping[str, Any], text: str) -> None:
+    """The human's reply to the question ask_human asked: it confirms this operation only."""
+    context.ports.galleries.record_reply(
+        account=context.account, session=context.session, extension=arguments["extension"],
+        operation=arguments["operation"], text=text)
+
+
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute,
-                          output_schema=OUTPUT_SCHEMA, ask_human=ask_human)
+                          output_schema=OUTPUT_SCHEMA, ask_human=ask_human, record_reply=record_reply)
