@@ -96,6 +96,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "arkme.kernel.logs.RequestIdMiddleware",
     "arkme.kernel.budget.RequestBudgetMiddleware",
+    # Whether the client is still connected, asked by writes right before they commit.
+    "arkme.kernel.cancellation.CallerMiddleware",
     # A view that met a database outage answers 503 database_unavailable (JSON or a page).
     "arkme.kernel.outages.OutageMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from arkme.accounts.models import Account, AccountIdentity
+from arkme.kernel.cancellation import cancellation_check
 from arkme.kernel.errors import ArkmeError, Conflict, ErrorCode, Forbidden, NotFound
 from arkme.kernel.ids import token_digest
 from arkme.kernel.logs import served_at
@@ -228,6 +229,7 @@ def group_members_add(*, account: AccountIdentity, source_ref: str, candidate_re
         else:
             invitations_ensure(group=group, inviter=account, invitees=eligible)
             done = Outcome.INVITED
+        cancellation_check()  # the last step before the commit: nothing for a caller that left
     # A repeated person was acted on once, for the earlier ref: added (so now a member), or
     # invited (one invitation; "already_member" would tell the human they are in the group).
     repeated = Outcome.ALREADY_MEMBER if done == Outcome.ADDED else Outcome.INVITED

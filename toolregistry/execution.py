@@ -12,7 +12,7 @@ from opentelemetry.trace import StatusCode
 
 from arkme.accounts.models import AccountKey
 from arkme.conversations.models import AgentSession, DshClient, SessionKey
-from arkme.kernel.errors import ArkmeError, UnknownTool
+from arkme.kernel.errors import ArkmeError, CallCancelled, UnknownTool
 from arkme.kernel.metrics import APPROVALS, TOOL_CALLS, TOOL_SECONDS
 from arkme.kernel.tracing import span as traced_span
 
@@ -170,7 +170,9 @@ def _execute(*, client: DshClient, session: AgentSession, name: str, arguments: 
                 result = _run(session, tool, arguments, approval)
         except ArkmeError as error:
             result = CallResult(error.http_status, error.as_envelope())
-        if record is not None:
+        if record is not None and result.status == CallCancelled.http_status:
+            idempotency_release(record)  # nobody got this answer: a retry with the key does the work
+        elif record is not None:
             idempotency_complete(record, result)
         return result
     except BaseException:

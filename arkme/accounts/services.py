@@ -6,6 +6,7 @@ import re
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from arkme.kernel.cancellation import cancellation_check
 from arkme.kernel.errors import Conflict, ErrorCode, InvalidArguments
 
 from .models import Account
@@ -42,4 +43,5 @@ def account_change_arkme_id(*, account_id: int, arkme_id: str) -> Account:
                 account.save(update_fields=["arkme_id", "arkme_id_changed_at"])
         except IntegrityError as exc:
             raise Conflict("That Arkme ID is taken.", code=ErrorCode.ARKME_ID_TAKEN) from exc
+        cancellation_check()  # the last step before the commit: nothing for a caller that left
     return account

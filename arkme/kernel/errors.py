@@ -54,6 +54,7 @@ class ErrorCode(enum.StrEnum):
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     IDEMPOTENCY_IN_PROGRESS = "idempotency_in_progress"
+    CALL_CANCELLED = "call_cancelled"
     # Accounts.
     INVALID_ARKME_ID = "invalid_arkme_id"
     ARKME_ID_TAKEN = "arkme_id_taken"
@@ -167,6 +168,16 @@ class ApprovalDeclined(ArkmeError):
     code = ErrorCode.APPROVAL_DECLINED
     http_status = 403
     default_message = "The human declined this call; nothing was done."
+
+
+class CallCancelled(ArkmeError):
+    """The caller went away before the call's effect committed (an MCP client's disconnect is
+    its cancellation): nothing was written. Nobody reads the answer; its status is nginx's
+    "client closed request", which the audit and the metrics keep apart from server errors."""
+
+    code = ErrorCode.CALL_CANCELLED
+    http_status = 499
+    default_message = "The caller went away before the call completed; nothing was written."
 
 
 class NotFound(ArkmeError):

@@ -24,6 +24,7 @@ from arkme.conversations import selectors as conversation
 from arkme.conversations.messages import message_text_checked
 from arkme.conversations.models import SessionKey
 from arkme.conversations.sessions import session_is_live
+from arkme.kernel.cancellation import cancellation_check
 from arkme.kernel.errors import ArkmeError, Conflict, ContentRejected, DependencyUnavailable, ErrorCode, NotFound
 
 from ..blobs.services import StagedImage, blob_stage, blobs_record, blobs_store_staged
@@ -261,6 +262,9 @@ def _commit(op: PendingOperation, images: list[StagedImage]) -> Confirmed:
             GalleryHistory.objects.create(gallery=gallery, revision=gallery.revision, action=GalleryHistory.Action.ADD,
                                           items=[item.public_id for item in items], operation=locked)
             _end(locked, OperationStatus.CONFIRMED)
+        # The last step before the commit: a caller that went away (while the blobs were being
+        # stored, say) gets nothing added, and the operation stays pending for a retry.
+        cancellation_check()
     if failure is not None or gallery is None:
         raise failure or Conflict(code=ErrorCode.TARGET_CHANGED)
     return Confirmed(gallery=gallery, added=len(new), already_present=len(images) - len(new))

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import F
 
 from arkme.accounts.models import AccountIdentity
+from arkme.kernel.cancellation import cancellation_check
 from arkme.kernel.errors import Conflict, ErrorCode, InvalidArguments, NotFound
 
 from ..models import Extension, Gallery, GalleryHistory, GalleryItem
@@ -62,6 +63,7 @@ def gallery_delete_items(*, account: AccountIdentity, extension: str, items: Seq
         GalleryItem.objects.filter(gallery=gallery, public_id__in=doomed).delete()
         _renumber(gallery, [item for key, item in current.items() if key not in doomed])
         _bump(gallery, GalleryHistory.Action.DELETE, list(items))
+        cancellation_check()  # the last step before the commit: nothing for a caller that left
     # Blobs no longer referenced are removed by garbage collection, after a grace period.
     return gallery
 
@@ -75,6 +77,7 @@ def gallery_reorder_items(*, account: AccountIdentity, extension: str, order: Se
             raise InvalidArguments("order must name every current item exactly once.", code=ErrorCode.INVALID_ORDER, fields=["order"])
         _renumber(gallery, [current[key] for key in order])
         _bump(gallery, GalleryHistory.Action.REORDER, list(order))
+        cancellation_check()  # the last step before the commit: nothing for a caller that left
     return gallery
 
 
