@@ -260,6 +260,9 @@ class FaultProxy:
                 with self._lock:
                     self._pairs.append((client, None))
                 continue
+            if self.mode == "down":  # accepted just as it went down
+                client.close()
+                continue
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
             except OSError:
@@ -302,6 +305,10 @@ class FaultProxy:
     def down(self) -> None:
         self.mode = "down"
         if self._listener is not None:
+            # close() alone leaves the port listening while the accept thread is blocked in
+            # accept() on it (Linux): shutdown() wakes it and stops listening.
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
             self._listener.close()
             self._listener = None
         self._cut()
