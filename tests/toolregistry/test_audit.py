@@ -194,3 +194,22 @@ def test_a_row_written_inside_a_transaction_commits_with_it(postgres, world, dsh
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"
+
+
+def test_the_staff_list_shows_a_row_left_in_progress_as_interrupted(dsh, session):
+    from django.contrib.admin.sites import site
+
+    from toolregistry.admin import OutcomeFilter, ToolCallAdmin
+
+    dsh.execute(session, "arkme_context", {})
+    ToolCall.objects.update(outcome=IN_PROGRESS, http_status=0)
+    call = ToolCall.objects.get()
+    shown = ToolCallAdmin(ToolCall, site)
+    assert shown.result(call) == IN_PROGRESS  # it may still be running
+    ToolCall.objects.update(created_at=timezone.now() - INTERRUPTED_AFTER - timedelta(minutes=1))
+    call = ToolCall.objects.get()
+    assert shown.result(call) == INTERRUPTED
+    interrupted = OutcomeFilter(None, {"outcome": [INTERRUPTED]}, ToolCall, shown)
+    assert list(interrupted.queryset(None, ToolCall.objects.all())) == [call]
+    ok = OutcomeFilter(None, {"outcome": ["ok"]}, ToolCall, shown)
+    assert list(ok.queryset(None, ToolCall.objects.all())) == []
