@@ -10,7 +10,6 @@ so they pay nothing but a context variable per request.
 from __future__ import annotations
 
 import contextvars
-import functools
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,12 +22,17 @@ Probe = Callable[[], bool]
 """True once the caller is known to have gone."""
 
 _probe: contextvars.ContextVar[Probe | None] = contextvars.ContextVar("arkme_caller_probe", default=None)
+# The request's client socket, kept as it is: the probe is made only when a write asks.
+_socket: contextvars.ContextVar[socket.socket | None] = contextvars.ContextVar("arkme_caller_socket", default=None)
 
 
 def caller_gone() -> bool:
     """Whether the current request's caller has gone; False where no door can tell."""
     probe = _probe.get()
-    return probe is not None and probe()
+    if probe is not None:
+        return probe()
+    sock = _socket.get()
+    return sock is not None and socket_closed(sock)
 
 
 def cancellation_check() -> None:
@@ -85,9 +89,8 @@ class CallerMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        sock = request.META.get("gunicorn.socket")
-        token = _probe.set(functools.partial(socket_closed, sock) if sock is not None else None)
+        token = _socket.set(request.META.get("gunicorn.socket"))
         try:
             return self.get_response(request)
         finally:
-            _probe.reset(token)
+            _socket.reset(token)
