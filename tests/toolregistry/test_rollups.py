@@ -68,4 +68,4 @@ def test_the_hour_a_running_write_began_in_is_rolled_up_again_once_it_ends(db, d
     tool_calls_roll_up(now=hour + timedelta(seconds=2), since=hour - timedelta(hours=1))
     ToolCall.objects.filter(outcome="in_progress").update(outcome="ok", http_status=200, duration_ms=1500)
     tool_calls_roll_up(now=hour + timedelta(minutes=5))
-    assert tool_call_series(hours=2, now=hour)[1].calls_by_outcome == {"ok": 1}
+    assert tool_call_series(hours=2, now=hour)[0].calls_by_outcome == {"ok": 1}
