@@ -14,6 +14,7 @@ from typing import TypeVar
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 from arkme.kernel.result_store import result_backend_url
 
@@ -307,6 +308,15 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Renders and blob stores have queues of their own, each with its own workers (Procfile's
+# `render` and `worker`): a confirm's store never waits behind someone's ten-second renders.
+# Invitation delivery and housekeeping stay on the default queue ("celery"), on `worker`.
+# A worker started without -Q (one worker for everything, a small deployment) consumes all three.
+CELERY_TASK_QUEUES = [Queue("celery"), Queue("blobs"), Queue("render")]
+CELERY_TASK_ROUTES = {
+    "galleries.render_svg": {"queue": "render"},
+    "galleries.store_blob": {"queue": "blobs"},
+}
 # The web process waits for SVG renders and blob stores, so a broker needs a result backend:
 # Redis stores results itself, other brokers answer over RPC. On Redis the store is
 # arkme.kernel.result_store's, which brings a rendered PNG back as bytes rather than base64.
@@ -345,8 +355,14 @@ ARKME_REQUEST_BUDGET_SECONDS = _env_int("ARKME_REQUEST_BUDGET_SECONDS", 25)
 # The SVG render process: its wall-clock deadline per render and its address-space budget.
 ARKME_SVG_TIMEOUT_SECONDS = _env_int("ARKME_SVG_TIMEOUT_SECONDS", 10)
 ARKME_SVG_MEMORY_BYTES = _env_int("ARKME_SVG_MEMORY_BYTES", 512 * 1024 * 1024, minimum=64 * 1024 * 1024)
+# SVG renders one account may have in flight at once, over every process and node; past it a
+# prepare is refused at once (429 throttled), so one account's renders cannot queue in front
+# of another's. The render worker's concurrency (Procfile) is kept above it.
+ARKME_SVG_RENDERS_PER_ACCOUNT = _env_int("ARKME_SVG_RENDERS_PER_ACCOUNT", 2)
 # Render processes per web or worker process: a hostile SVG at its deadline holds one of them.
-ARKME_SVG_RENDER_PROCESSES = _env_int("ARKME_SVG_RENDER_PROCESSES", 2)
+# One more than an account may hold, so that one account never takes them all in a process
+# that renders in-process (no broker).
+ARKME_SVG_RENDER_PROCESSES = _env_int("ARKME_SVG_RENDER_PROCESSES", ARKME_SVG_RENDERS_PER_ACCOUNT + 1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "arkme-purge-sessions": {"task": "toolregistry.tasks.purge_sessions", "schedule": 600.0},

@@ -168,8 +168,9 @@ _RESPONSE_BODY_ENCODER = IdempotencyRecord._meta.get_field("response_body").enco
 
 
 def idempotency_complete(record: IdempotencyRecord, result: CallResult) -> None:
-    """Keep the response for repeats; a dependency failure lets the key go instead."""
-    if result.status >= 500:
+    """Keep the response for repeats; a dependency failure or a throttled call (which did
+    nothing) lets the key go instead, so a retry runs."""
+    if result.status >= 500 or result.status == 429:
         idempotency_release(record)
         return
     record.status = IdempotencyStatus.COMPLETE

@@ -2,7 +2,9 @@
 
 The web worker is killed at its timeout (gunicorn.conf.py); a request that waited on a slow
 queue past it would leave the client a dropped connection. Every wait takes what is left of
-the request's budget instead of its own full timeout, and none starts once it is spent.
+the request's budget instead of its own full timeout, and none starts once it is spent. A task
+the request waits for carries the same deadline (``arkme.kernel.tasking``), so a worker discards
+it, or cuts it short, once its caller has stopped waiting.
 """
 from __future__ import annotations
 

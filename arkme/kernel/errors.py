@@ -209,6 +209,19 @@ class ContentRejected(ArkmeError):
     default_message = "The content was rejected."
 
 
+class Throttled(ArkmeError):
+    """Past a limit of the caller's own (the contract's 429): ``retry_after_seconds`` in the
+    details, which the API also sends as ``Retry-After``. Nothing was done."""
+
+    code = ErrorCode.THROTTLED
+    http_status = 429
+    default_message = "Too many requests; retry later."
+
+    def __init__(self, message: str | None = None, *, retry_after_seconds: int,
+                 details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details={**(details or {}), "retry_after_seconds": max(1, int(retry_after_seconds))})
+
+
 class DependencyUnavailable(ArkmeError):
     code = ErrorCode.DEPENDENCY_UNAVAILABLE
     http_status = 503

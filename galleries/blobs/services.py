@@ -5,12 +5,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable, Sequence
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from arkme.kernel.tasking import enqueue, wait
+from arkme.kernel.tasking import run_all_and_wait
 
 from ..ingest.process_image import ProcessedImage, sha256_hex
 from ..ingest.thumbnail import THUMBNAIL_SIDE, make_thumbnail
@@ -46,9 +45,9 @@ def blobs_store_staged(images: Sequence[StagedImage], *, timeout: float | None =
     failure retries only the missing. Records no row: the caller does, in its transaction
     (``blobs_record``). Returns how many were moved."""
     missing = {image.sha256: image for image in images if not image.stored}
-    pending = [enqueue(store_blob, sha256) for sha256 in missing]
-    for result in pending:
-        wait(result, timeout=timeout or settings.ARKME_TASK_WAIT_SECONDS)
+    if missing:
+        # One deadline for them all, which each task carries: none runs after the caller gave up.
+        run_all_and_wait(store_blob, [(sha256,) for sha256 in missing], timeout=timeout)
     return len(missing)
 
 

@@ -31,31 +31,33 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _normalise(data: bytes, field: str | None, keep: bool) -> tuple[Normalised, str]:
+def _normalise(data: bytes, field: str | None, keep: bool, account: int | None) -> tuple[Normalised, str]:
     fmt = sniff(data, field)
     # Parsing, decoding and encoding hold a thread for up to a second: not the one serving
     # requests. The render waits on its own process (or task) instead.
     if fmt == "svg":
         safe = offload(sanitise_svg, data, field)
-        png = render_png_via_task(safe.data, safe.width, safe.height)
+        png = render_png_via_task(safe.data, safe.width, safe.height, account=account)
         return offload(normalise_raster, png, "png", field, keep=keep), "png"
     return offload(normalise_raster, data, fmt, field, keep=keep), fmt
 
 
-def process_image(data: bytes, field: str | None = None) -> ProcessedImage:
-    normalised, fmt = _normalise(data, field, keep=True)
+def process_image(data: bytes, field: str | None = None, *, account: int | None = None) -> ProcessedImage:
+    """``account``: whose image this is; an SVG's render counts against its renders in flight."""
+    normalised, fmt = _normalise(data, field, keep=True, account=account)
     return ProcessedImage(data=normalised.kept_bytes(), sha256=normalised.sha256, width=normalised.width,
                           height=normalised.height, format=fmt)
 
 
-def image_facts(data: bytes, field: str | None = None) -> ImageFacts:
+def image_facts(data: bytes, field: str | None = None, *, account: int | None = None) -> ImageFacts:
     """The same validation and normalisation as ``process_image``, keeping only the fingerprint:
     an encoder's output goes into the hash as it is written and is never held whole."""
-    normalised, fmt = _normalise(data, field, keep=False)
+    normalised, fmt = _normalise(data, field, keep=False, account=account)
     return ImageFacts(sha256=normalised.sha256, width=normalised.width, height=normalised.height, format=fmt)
 
 
-def reproduce_image(data: bytes, field: str | None, *, content_sha256: str, width: int, height: int) -> ProcessedImage:
+def reproduce_image(data: bytes, field: str | None, *, content_sha256: str, width: int, height: int,
+                    account: int | None = None) -> ProcessedImage:
     """The image prepare made from these bytes, which the caller has found unchanged (same
     source fingerprint), so they were validated then. A PNG prepare kept as its image chunks
     is kept again without decoding it; anything else is processed again in full."""
@@ -64,4 +66,4 @@ def reproduce_image(data: bytes, field: str | None, *, content_sha256: str, widt
         sha256 = sha256_hex(kept)
         if sha256 == content_sha256:
             return ProcessedImage(data=kept, sha256=sha256, width=width, height=height, format="png")
-    return process_image(data, field)
+    return process_image(data, field, account=account)

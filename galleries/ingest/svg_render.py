@@ -7,10 +7,23 @@ Each process keeps a small pool of render processes (``galleries.ingest.svg_rend
 it runs under its own address-space limit, is killed when a render passes its deadline, is
 replaced after any failure, and is recycled after ``RECYCLE_AFTER`` renders. A render process
 that lives on keeps cairosvg's caches warm; one per render would start cold each time.
+
+Renders are costly and an agent chooses what to render, so one account holds at most
+``ARKME_SVG_RENDERS_PER_ACCOUNT`` of them at once, over every web process and node
+(``arkme.kernel.slots``); a prepare past that is refused at once (429 ``throttled``) instead of
+queueing in front of other accounts' work. A render also ends when its caller stops waiting:
+queued, its task expires (``arkme.kernel.tasking``); running, it is killed at the caller's
+deadline, so no render process works for a caller that already has its 503.
+
+No cheap bound of a render's cost was found to check first: cairo's time follows the dash
+segments it draws, which depend on path lengths, transforms and the output size (rings of
+0.02-unit dashes: 2.9 s at 1000 px, 0.14 s at 100 px), so a low-resolution trial render says
+nothing sound about the full one.
 """
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import queue
 import subprocess
@@ -20,16 +33,19 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 
-from arkme.kernel.errors import ContentRejected, ErrorCode
+from arkme.kernel.budget import remaining
+from arkme.kernel.errors import ContentRejected, ErrorCode, QueueUnavailable, Throttled
 from arkme.kernel.metrics import IMAGES_REFUSED
 from arkme.kernel.result_store import carries_bytes
-from arkme.kernel.tasking import run_and_wait, task_answer
+from arkme.kernel.slots import slot
+from arkme.kernel.tasking import deadline_left, run_and_wait, task_answer
 
 from .svg_render_worker import OK, READY, REQUEST, RESPONSE, read_exact
 
+logger = logging.getLogger(__name__)
 RECYCLE_AFTER = 200
 # How the render task brings its PNG back (``render_svg``'s ``carry``).
 BYTES, BASE64 = "bytes", "base64"
@@ -45,6 +61,10 @@ class RenderFailed(ContentRejected):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         IMAGES_REFUSED.labels(str(self.code)).inc()
+
+
+class _Overran(Exception):
+    """A render passed its deadline (the input's, or its caller's) and its process was killed."""
 
 
 def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
@@ -105,7 +125,7 @@ class _Renderer:
                 png = read_exact(fd, length, deadline)
             except TimeoutError:
                 self._discard()
-                raise RenderFailed("The SVG took too long to render.") from None
+                raise _Overran() from None
             except (OSError, EOFError):
                 self._discard()
                 raise RenderFailed() from None
@@ -132,10 +152,17 @@ class _Pool:
                 self.renderers.append(renderer)
                 self.free.put(renderer)
 
-    def render(self, svg: bytes, width: int, height: int, timeout: float, memory: int) -> bytes:
+    def render(self, svg: bytes, width: int, height: int, timeout: float, memory: int,
+               caller_deadline: float | None = None) -> bytes:
         self._grow_to(settings.ARKME_SVG_RENDER_PROCESSES)
-        renderer = self.free.get()
         try:
+            renderer = self.free.get(timeout=None if caller_deadline is None
+                                     else max(0.0, caller_deadline - time.monotonic()))
+        except queue.Empty:
+            raise _Overran() from None
+        try:
+            if caller_deadline is not None:
+                timeout = min(timeout, caller_deadline - time.monotonic())
             return renderer.render(svg, width, height, timeout, memory)
         finally:
             self.free.put(renderer)
@@ -145,33 +172,63 @@ _pool = _Pool()
 
 
 def render_png(svg: bytes, width: int, height: int, *, timeout: float | None = None,
-               memory: int | None = None) -> bytes:
-    """PNG bytes of ``svg`` at ``width``×``height``, or ``RenderFailed``."""
-    return _pool.render(svg, width, height,
-                        settings.ARKME_SVG_TIMEOUT_SECONDS if timeout is None else timeout,
-                        settings.ARKME_SVG_MEMORY_BYTES if memory is None else memory)
+               memory: int | None = None, caller_left: float | None = None) -> bytes:
+    """PNG bytes of ``svg`` at ``width``×``height``, or ``RenderFailed``. ``caller_left``: the
+    seconds until the caller stops waiting; a render still running then is killed, and that is
+    the queue's 503, not the input's fault."""
+    if caller_left is not None and caller_left <= 0:
+        raise QueueUnavailable("The request's time ran out before the render could start; try again.")
+    caller_deadline = None if caller_left is None else time.monotonic() + caller_left
+    try:
+        return _pool.render(svg, width, height,
+                            settings.ARKME_SVG_TIMEOUT_SECONDS if timeout is None else timeout,
+                            settings.ARKME_SVG_MEMORY_BYTES if memory is None else memory, caller_deadline)
+    except _Overran:
+        if caller_deadline is not None and time.monotonic() >= caller_deadline:
+            logger.warning("an SVG render was stopped: its caller stopped waiting")
+            raise QueueUnavailable("The render did not finish before the request's time ran out; try again.") from None
+        raise RenderFailed("The SVG took too long to render.") from None
 
 
-def _render_carried(svg: str, width: int, height: int, carry: str) -> bytes | str:
-    png = render_png(svg.encode("utf-8"), width, height)
+def _render_carried(svg: str, width: int, height: int, carry: str, caller_left: float | None) -> bytes | str:
+    png = render_png(svg.encode("utf-8"), width, height, caller_left=caller_left)
     return png if carry == BYTES else base64.b64encode(png).decode("ascii")
 
 
-@shared_task(name="galleries.render_svg", acks_late=True)
-def render_svg(svg: str, width: int, height: int, carry: str = BASE64) -> dict[str, object]:
+@shared_task(name="galleries.render_svg", acks_late=True, bind=True)
+def render_svg(self: Task, svg: str, width: int, height: int, carry: str = BASE64) -> dict[str, object]:
     """The render as a task: a worker's crash or a hung render costs a render process only.
 
     ``carry`` is how the PNG comes back: as bytes where the result store carries them
     (``arkme.kernel.result_store``), else as base64 text, which is also what a web process of
-    the previous release, sending three arguments, still gets."""
-    return task_answer(_render_carried, svg, width, height, BYTES if carry == BYTES else BASE64)
+    the previous release, sending three arguments, still gets. The task's ``expires`` is its
+    caller's deadline: the render stops there."""
+    return task_answer(_render_carried, svg, width, height, BYTES if carry == BYTES else BASE64, deadline_left(self))
 
 
-def render_png_via_task(svg: bytes, width: int, height: int) -> bytes:
-    """Render on a worker (or in-process without a broker) and wait for the PNG."""
+def render_png_via_task(svg: bytes, width: int, height: int, *, account: int | None = None) -> bytes:
+    """Render on a worker (or in-process without a broker) and wait for the PNG. ``account``:
+    whose render this is, held to ``ARKME_SVG_RENDERS_PER_ACCOUNT`` in flight (``Throttled``
+    past it); None for an operator's own (a command, the demo), which is not capped."""
+    if account is None:
+        return _render_waited(svg, width, height)
+    # The slot outlives any render it covers: a holder killed mid-wait frees it by expiry.
+    lease = max(settings.ARKME_TASK_WAIT_SECONDS, settings.ARKME_SVG_TIMEOUT_SECONDS) + 5
+    limit = settings.ARKME_SVG_RENDERS_PER_ACCOUNT
+    with slot("svg-render", account, limit=limit, lease_seconds=lease) as held:
+        if not held:
+            logger.info("an SVG render was refused: account %s has %s in flight", account, limit)
+            raise Throttled(f"This account already has {limit} SVG renders in flight; retry shortly.",
+                            retry_after_seconds=settings.ARKME_SVG_TIMEOUT_SECONDS,
+                            details={"renders_in_flight": limit})
+        return _render_waited(svg, width, height)
+
+
+def _render_waited(svg: bytes, width: int, height: int) -> bytes:
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        # In-process, the task would only wrap the same call in Celery's bookkeeping.
-        return render_png(svg, width, height)
+        # In-process, the task would only wrap the same call in Celery's bookkeeping; the
+        # request's budget still bounds the render.
+        return render_png(svg, width, height, caller_left=remaining(settings.ARKME_TASK_WAIT_SECONDS))
     answer = run_and_wait(render_svg, svg.decode("utf-8"), width, height, BYTES if carries_bytes() else BASE64)
     # Base64 text where the result store carries JSON only (RPC).
     return answer if isinstance(answer, bytes) else base64.b64decode(answer)

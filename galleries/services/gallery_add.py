@@ -114,7 +114,7 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
     prepared: list[dict[str, Any]] = []
     for handle, field in handles:
         read = read_source(account=account, session=session, handle=handle, field=field)
-        image = image_facts(read.data, field)
+        image = image_facts(read.data, field, account=account.pk)
         prepared.append({"handle": handle, "field": field, "source_sha256": read.sha256,
                          "content_sha256": image.sha256, "width": image.width, "height": image.height,
                          "format": image.format})
@@ -217,7 +217,7 @@ def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extens
         if now.sha256 != source["source_sha256"]:
             raise _fail(op, changed)
         image = reproduce_image(now.data, source["field"], content_sha256=source["content_sha256"],
-                                width=source["width"], height=source["height"])
+                                width=source["width"], height=source["height"], account=account.pk)
         if image.sha256 != source["content_sha256"]:
             raise _fail(op, changed)
         # Staged as it goes, so only one image is in memory at a time.

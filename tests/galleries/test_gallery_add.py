@@ -394,7 +394,7 @@ def test_a_queue_outage_while_confirm_rereads_an_svg_is_503_and_keeps_the_operat
     operation = result(gs.prepare(source="workspace", workspace_paths=[name]))["operation"]
     gs.say("确认")
 
-    def down(*args):
+    def down(*args, **kwargs):
         raise QueueUnavailable()
 
     monkeypatch.setattr(pipeline, "render_png_via_task", down)

@@ -104,3 +104,86 @@ def test_a_render_at_its_deadline_does_not_hold_up_the_others(settings, monkeypa
     assert stuck.process is None  # killed at its deadline, stopped or not
     for renderer in pool.renderers:
         renderer._discard()
+
+
+@pytest.fixture
+def held_renders(monkeypatch):
+    """Renders that hold their slot until released: ``start(account)`` begins one in a thread
+    and returns once it renders; ``release()`` lets every one finish."""
+    from django.db import connection
+
+    gate, running, threads = threading.Event(), threading.Semaphore(0), []
+
+    def render(svg_bytes, width, height):
+        running.release()
+        gate.wait(10)
+        return b"\x89PNG"
+
+    monkeypatch.setattr(svg_render, "_render_waited", render)
+
+    def start(account):
+        def run():
+            try:
+                svg_render.render_png_via_task(b"<svg/>", 1, 1, account=account)
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        threads.append(thread)
+        assert running.acquire(timeout=10)
+
+    def release():
+        gate.set()
+        for thread in threads:
+            thread.join(10)
+
+    yield start, release
+    release()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_account_past_its_renders_in_flight_is_refused_at_once_and_others_are_not(settings, held_renders):
+    from arkme.kernel.errors import Throttled
+
+    settings.ARKME_SVG_RENDERS_PER_ACCOUNT = 2
+    start, release = held_renders
+    start(1)
+    start(1)
+    began = time.monotonic()
+    with pytest.raises(Throttled) as refused:
+        svg_render.render_png_via_task(b"<svg/>", 1, 1, account=1)
+    assert time.monotonic() - began < 1  # refused, not queued
+    assert refused.value.http_status == 429 and refused.value.code == "throttled"
+    assert refused.value.details["retry_after_seconds"] == settings.ARKME_SVG_TIMEOUT_SECONDS
+    start(2)  # another account renders beside them
+    release()
+    start(1)  # a finished render gives its slot back
+    release()
+
+
+def test_the_in_process_pool_has_room_beyond_one_accounts_renders(settings):
+    assert settings.ARKME_SVG_RENDER_PROCESSES > settings.ARKME_SVG_RENDERS_PER_ACCOUNT
+
+
+def test_a_render_stops_when_its_caller_stops_waiting(one_renderer):
+    from arkme.kernel.errors import QueueUnavailable
+
+    render_png(svg(), 400, 400)
+    safe = sanitise_svg(dashed_rings(2000))
+    began = time.monotonic()
+    with pytest.raises(QueueUnavailable):  # the caller's 503, not the input's 422
+        render_png(safe.data, safe.width, safe.height, caller_left=0.5)
+    assert time.monotonic() - began < 3
+    assert one_renderer.renderers[0].process is None  # killed, not left rendering for nobody
+    with pytest.raises(QueueUnavailable):
+        render_png(svg(), 400, 400, caller_left=0)  # nothing starts once the caller has gone
+    assert render_png(svg(), 400, 400, caller_left=5).startswith(b"\x89PNG")
+
+
+def test_a_render_task_stops_at_its_callers_deadline(settings, one_renderer, monkeypatch):
+    seen = []
+    monkeypatch.setattr(svg_render, "deadline_left", lambda task: 0.5)
+    monkeypatch.setattr(svg_render, "render_png", lambda *a, caller_left=None, **k: seen.append(caller_left) or b"")
+    svg_render.render_svg.apply(args=(svg().decode(), 400, 400, svg_render.BYTES)).get()
+    assert seen == [0.5]

@@ -1,5 +1,5 @@
-"""The Procfile's three processes (web, worker, beat) as README's production section runs them:
-PostgreSQL, Redis as the broker, S3 (moto) for blobs, and one gallery flow through all three."""
+"""The Procfile's processes (web, worker, render, beat) as README's production section runs
+them: PostgreSQL, Redis as the broker, S3 (moto) for blobs, and one gallery flow through them."""
 from __future__ import annotations
 
 import json
@@ -95,7 +95,7 @@ def deployment(tmp_path, moto_endpoint):
         _admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
-def test_web_worker_and_beat_run_a_gallery_flow_together(deployment):
+def test_web_workers_and_beat_run_a_gallery_flow_together(deployment):
     world, env, processes, logs, s3, bucket = deployment
     port, key = int(env["PORT"]), world["dsh_key"]
     workspace = Path(env["ARKME_WORKSPACE_ROOT"]) / "procfile"
@@ -117,14 +117,18 @@ def test_web_worker_and_beat_run_a_gallery_flow_together(deployment):
     assert "beat: Starting" in logs["beat"].read_text()
     assert all(process.poll() is None for process in processes.values()), {
         name: logs[name].read_text()[-1000:] for name, process in processes.items() if process.poll() is not None}
-    # Drawings rendered by the worker, three prepares at once in the one web process.
+    # Drawings rendered by the render worker (a queue of its own), two prepares at once (an
+    # account's renders in flight) in the one web process.
     (workspace / "drawing.svg").write_bytes(images.svg())
     add = f"sessions/{session}/tools/arkme_extension_preview_add/execute"
-    with ThreadPoolExecutor(3) as pool:
+    with ThreadPoolExecutor(2) as pool:
         answers = list(pool.map(lambda _: call(port, key, "POST", add, {"arguments": {
             "action": "prepare", "extension": extension, "source": "workspace",
-            "workspace_paths": ["drawing.svg"]}}), range(3)))
-    assert [status for status, _, _ in answers] == [200] * 3, answers
+            "workspace_paths": ["drawing.svg"]}}), range(2)))
+    assert [status for status, _, _ in answers] == [200] * 2, answers
+    assert re.search(r"Task galleries\.render_svg\[[^\]]+\] succeeded", logs["render"].read_text())
+    assert not re.search(r"Task galleries\.render_svg\[[^\]]+\] received", logs["worker"].read_text())
+    assert not re.search(r"Task galleries\.store_blob\[[^\]]+\] received", logs["render"].read_text())
     # A graceful stop is clean: nothing the last requests left behind fails as the worker exits.
     os.killpg(processes["web"].pid, signal.SIGTERM)
     assert processes["web"].wait(timeout=30) == 0

@@ -62,6 +62,8 @@ def envelope(code: ErrorCode, message: str, status: int, details: dict[str, Any]
 def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, ArkmeError):
         headers = {"WWW-Authenticate": 'Bearer realm="dsh"'} if exc.http_status == 401 else None
+        if exc.http_status == 429 and "retry_after_seconds" in exc.details:
+            headers = {"Retry-After": str(exc.details["retry_after_seconds"])}
         return Response(exc.as_envelope(), status=exc.http_status, headers=headers)
     if isinstance(exc, drf.ValidationError):
         fields = _fields(exc.detail) or ["body"]

@@ -37,6 +37,7 @@ ERRORS = {
     409: OpenApiResponse(s.ErrorEnvelope, description="State conflict."),
     413: OpenApiResponse(s.ErrorEnvelope, description="Payload too large."),
     422: OpenApiResponse(s.ErrorEnvelope, description="Content rejected."),
+    429: OpenApiResponse(s.ErrorEnvelope, description="Past a limit of the caller's (`throttled`); retry after `Retry-After` seconds."),
     503: OpenApiResponse(s.ErrorEnvelope, description="A dependency is unavailable; safe to retry."),
 }
 
@@ -251,7 +252,7 @@ class ExecuteApi(DshApiView):
         operation_id="tool_execute", request=s.ExecuteRequest,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
                                      description="A repeat with the same arguments replays the first response.")],
-        responses={200: s.ExecuteResult, **errors(400, 403, 404, 409, 413, 422, 503)},
+        responses={200: s.ExecuteResult, **errors(400, 403, 404, 409, 413, 422, 429, 503)},
         summary="Run a tool call",
     )
     def post(self, request: Request, session: str, name: str) -> HttpResponse:
@@ -261,4 +262,7 @@ class ExecuteApi(DshApiView):
         outcome = tool_execute(client=_client(request), session=agent_session, name=name,
                                arguments=data["arguments"], approval=data.get("approval"),
                                idempotency_key=key)
-        return self.rendered(request, outcome.body, outcome.status)
+        response = self.rendered(request, outcome.body, outcome.status)
+        if outcome.status == 429:  # throttled: when to try again, as the header says it too
+            response["Retry-After"] = str(outcome.body["error"].get("details", {}).get("retry_after_seconds", 1))
+        return response
