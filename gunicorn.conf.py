@@ -78,7 +78,9 @@ graceful_timeout = 30
 keepalive = 5
 accesslog = "-"
 errorlog = "-"
-access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
+# Access and error lines are JSON, with the request id and the path redacted (no invitation
+# token in a log): serverlog.web.
+logger_class = "serverlog.web.JsonLogger"
 # The proxy in front terminates TLS; X-Forwarded-* is trusted from it only (DJANGO_BEHIND_PROXY).
 forwarded_allow_ips = "127.0.0.1"
 
@@ -99,3 +101,11 @@ def worker_exit(server, worker):
     import gc
 
     gc.collect()
+
+
+def post_worker_init(worker):
+    """gevent's hub reports a greenlet's unhandled exception as one JSON log line, not a
+    traceback printed to stderr (serverlog.web)."""
+    from serverlog.web import install_logging_hub
+
+    install_logging_hub()

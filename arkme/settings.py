@@ -437,10 +437,13 @@ ARKME_METRICS_TOKEN = os.environ.get("ARKME_METRICS_TOKEN", "").strip()
 ARKME_LOG_FORMAT = os.environ.get("ARKME_LOG_FORMAT", "json").strip() or "json"
 if ARKME_LOG_FORMAT not in {"json", "plain"}:
     raise ImproperlyConfigured("ARKME_LOG_FORMAT must be json or plain")
+# dictConfig, and Python's warnings as log lines (arkme.kernel.logs.configure).
+LOGGING_CONFIG = "arkme.kernel.logs.configure"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "arkme.kernel.logs.RequestIdFilter"}},
+    "filters": {"request_id": {"()": "arkme.kernel.logs.RequestIdFilter"},
+                "server_errors_once": {"()": "arkme.kernel.logs.ServerErrorsLoggedOnce"}},
     "formatters": {
         "json": {"()": "arkme.kernel.logs.StructuredFormatter"},
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
@@ -449,5 +452,7 @@ LOGGING = {
                              "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("ARKME_LOG_LEVEL", "INFO")},
     # libvips reports every finished thread pool at INFO.
-    "loggers": {"django.request": {"level": "ERROR"}, "pyvips": {"level": "WARNING"}},
+    # A 5xx is one line, RequestIdMiddleware's; Django's own second line for it is dropped.
+    "loggers": {"django.request": {"level": "ERROR", "filters": ["server_errors_once"]},
+                "pyvips": {"level": "WARNING"}},
 }

@@ -40,8 +40,39 @@ TASK_WAIT = Histogram("arkme_task_wait_seconds", "How long a request waited on a
 IMAGES_REFUSED = Counter("arkme_images_refused_total",
                          "Images refused by a bound or a check (too large, too complex, dimensions, "
                          "SVG render limits, format), by error code.", ["code"])
+HTTP_REQUESTS = Counter("arkme_http_requests_total",
+                        "HTTP responses by method, route (the URL pattern, or 'unmatched') and status class "
+                        "(2xx, 3xx, 4xx, 5xx), 5xx from exceptions included.", ["method", "route", "status"])
 STORE_FAULTS = Counter("arkme_blob_store_faults_total", "Object store operations that failed, by operation.",
                        ["operation"])
+
+
+
+def status_class(status: int) -> str:
+    return f"{status // 100}xx" if 100 <= status < 600 else "other"
+
+
+def count_response(method: str, route: str, status: int) -> None:
+    """One response: ``route`` is the URL pattern that matched, never the path (no ids or
+    tokens in a label)."""
+    HTTP_REQUESTS.labels(method, route, status_class(status)).inc()
+
+
+def http_responses() -> dict[str, int]:
+    """HTTP responses by status class, as this node has counted them (all its processes with
+    ``PROMETHEUS_MULTIPROC_DIR``, else this process) since it started."""
+    totals: dict[str, int] = {}
+    families = (multiprocess.MultiProcessCollector(None).collect() if os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+                else HTTP_REQUESTS.collect())
+    for family in families:
+        if family.name != "arkme_http_requests":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_total"):
+                key = sample.labels.get("status", "other")
+                totals[key] = totals.get(key, 0) + int(sample.value)
+    return totals
+
 
 # Gauges read from the database at scrape time, registered by the domains that own the data.
 _database_collectors: list[Collector] = []

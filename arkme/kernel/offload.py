@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 THREADS = 4
@@ -63,5 +63,30 @@ def offload(work: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     result is returned and its exception raised to the caller either way."""
     if not _gevent_serving():
         return work(*args, **kwargs)
-    result: T = _threads("work", THREADS).apply(work, args, kwargs)
-    return result
+    outcome: _Outcome[T] = _threads("work", THREADS).apply(_Outcome.of, (work, args, kwargs))
+    return outcome.unwrap()
+
+
+class _Outcome(Generic[T]):
+    """A pool task's result or exception, carried back as a value. gevent's pool hands an
+    exception raised on its thread to the hub's error handler, which prints its traceback
+    (an image refused with a 422 was printed as a crash) before the caller gets it; carried
+    as a value, it is raised only in the caller, as if the work had run there."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, value: T | None, error: BaseException | None) -> None:
+        self.value, self.error = value, error
+
+    @classmethod
+    def of(cls, work: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Outcome[T]:
+        try:
+            return cls(work(*args, **kwargs), None)
+        except Exception as error:
+            return cls(None, error)
+
+    def unwrap(self) -> T:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+        return self.value  # type: ignore[return-value]

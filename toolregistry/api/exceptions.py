@@ -20,6 +20,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from arkme.kernel.errors import ArkmeError, ErrorCode
+from arkme.kernel.logs import record_server_error
 from arkme.kernel.outages import RETRY_AFTER_SECONDS, current_outage, outage_error, unavailable_response
 
 logger = logging.getLogger("arkme.api")
@@ -99,7 +100,8 @@ def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     outage = outage_error(exc)  # authentication reads the database too
     if outage is not None:
         return Response(outage.as_envelope(), status=outage.http_status, headers={"Retry-After": RETRY_AFTER_SECONDS})
-    logger.exception("unhandled error in the DSH API", exc_info=exc)
+    # Its one log line, with the traceback, is the request's 5xx line (arkme.kernel.logs).
+    record_server_error(exc)
     return envelope(ErrorCode.INTERNAL_ERROR, "Something went wrong on our side.", 500)
 
 
