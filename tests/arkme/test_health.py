@@ -64,6 +64,7 @@ def test_readyz_names_an_unreachable_broker_and_result_store(probe, settings):
 def test_readyz_names_unapplied_migrations(probe, monkeypatch):
     from django.db.migrations.executor import MigrationExecutor
 
+    monkeypatch.setattr(health.Migrations, "applied", False)
     monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: [("pending", False)])
     response = probe.get("/readyz")
     assert response.status_code == 503
@@ -150,3 +151,13 @@ def test_a_coroutine_check_is_refused():
 
     with pytest.raises(TypeError, match="synchronous checks only"):
         health.run_checks([Async()])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrations_once_applied_are_not_loaded_again(monkeypatch):
+    from django.db.migrations.executor import MigrationExecutor
+
+    monkeypatch.setattr(health.Migrations, "applied", False)
+    assert health.run_checks([health.Migrations()]) == {"Migrations": "OK"}
+    monkeypatch.setattr(MigrationExecutor, "__init__", lambda *args: pytest.fail("loaded again"))
+    assert health.run_checks([health.Migrations()]) == {"Migrations": "OK"}
