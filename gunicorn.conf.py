@@ -17,6 +17,7 @@ of idle or slow keep-alive connections (``worker_connections``) while its workin
 share the pool, and no idle client takes capacity from a working one.
 """
 import resource
+import sys
 
 import gevent
 from gunicorn.workers.ggevent import GeventWorker
@@ -25,6 +26,19 @@ from gunicorn.workers.ggevent import GeventWorker
 class Worker(GeventWorker):
     """gunicorn's gevent worker, taking turns between connections and giving back, after each
     request, any database connection its greenlet still holds."""
+
+    def patch(self):
+        # Django keeps each thread's database connection in a threading.local made when
+        # django.db is first imported. Imported in the master, before gevent patched this
+        # process, that local is the one real thread's, shared by every greenlet: every request
+        # of the process would share one connection, and locks made then would block the whole
+        # process. So nothing of the application may be imported in the master (this file, a
+        # logger_class, a hook at module level); refuse to serve rather than serve that way.
+        early = sorted(name for name in ("django.db", "arkme.settings") if name in sys.modules)
+        if early:
+            raise RuntimeError(f"{', '.join(early)} imported in gunicorn's master before gevent patched the "
+                               "worker; import the application only inside hooks that run in the worker")
+        super().patch()
 
     def handle_request(self, listener_name, req, sock, addr):
         try:
