@@ -108,7 +108,9 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
 
 
 def _used() -> None:
-    APPROVALS.labels("used").inc()
+    # Counted when the call's transaction commits: a call that fails after the use rolls it
+    # back, and the approval is then still unused (approval_consume).
+    transaction.on_commit(APPROVALS.labels("used").inc)
     event("arkme.approval.used")
 
 

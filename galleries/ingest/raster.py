@@ -36,7 +36,6 @@ from typing import Any
 from PIL import ExifTags, Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from arkme.kernel.errors import ContentRejected, ErrorCode
-from arkme.kernel.metrics import IMAGES_REFUSED
 from arkme.kernel.native_memory import limit_malloc_arenas
 from arkme.kernel.text import size_text
 
@@ -110,7 +109,6 @@ class ImageRejected(ContentRejected):
 
     def __init__(self, code: ErrorCode, message: str, field: str | None = None) -> None:
         super().__init__(message, code=code, details={"fields": [field]} if field else None)
-        IMAGES_REFUSED.labels(str(code)).inc()
 
 
 def sniff(data: bytes, field: str | None = None) -> str:

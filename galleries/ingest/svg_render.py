@@ -31,14 +31,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from celery import Task, shared_task
 from django.conf import settings
 
 from arkme.kernel.budget import remaining
 from arkme.kernel.errors import ContentRejected, ErrorCode, QueueUnavailable, Throttled
-from arkme.kernel.metrics import IMAGES_REFUSED
 from arkme.kernel.result_store import carries_bytes
 from arkme.kernel.slots import slot
 from arkme.kernel.tasking import deadline_left, run_and_wait, task_answer
@@ -57,10 +56,6 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 class RenderFailed(ContentRejected):
     code = ErrorCode.SVG_RENDER_FAILED
     default_message = "The SVG could not be rendered within the time and memory allowed."
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        IMAGES_REFUSED.labels(str(self.code)).inc()
 
 
 class _Overran(Exception):

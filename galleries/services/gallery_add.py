@@ -29,6 +29,7 @@ from arkme.kernel.errors import ArkmeError, Conflict, ContentRejected, Dependenc
 
 from ..blobs.services import StagedImage, blob_stage, blobs_record, blobs_store_staged
 from ..ingest.process_image import image_facts, reproduce_image
+from ..metrics import counts_refused_images
 from ..models import Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
 from ..selectors import CONFIRMATION, SourceArguments, extension_for_owner, gallery_shas
 from .sources import Handle, SourceGone, read_source, resolve_handles
@@ -94,6 +95,7 @@ def _pending_conflict() -> Conflict:
                     code=ErrorCode.OPERATION_PENDING)
 
 
+@counts_refused_images
 def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extension: str,
                         source: SourceArguments) -> PendingOperation:
     target = extension_for_owner(account, extension)
@@ -195,6 +197,7 @@ def gallery_add_awaiting_confirmation(*, account: AccountIdentity, session: Sess
     return op
 
 
+@counts_refused_images
 def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extension: str,
                         operation: str) -> Confirmed:
     op = _operation_for(account, session, extension, operation)

@@ -43,16 +43,10 @@ def test_a_wrong_token_is_401(client, settings, db, header):
     assert b"arkme_" not in response.content
 
 
-def test_tool_calls_approvals_operations_and_refusals_are_counted(metrics, gs):
+def test_tool_calls_approvals_operations_and_refusals_are_counted(metrics, gs, django_capture_on_commit_callbacks):
     before = metrics()
-    gs.dsh.execute(gs.session, "arkme_context", {})
-    Mcp(gs.dsh, gs.session).call("arkme_context", {"bogus": 1})
-    gs.dsh.execute(gs.session, "arkme_made_up_tool", {})
-    gs.dsh.approve_and_execute(gs.session, "arkme_id_change", {"arkme_id": "alice_metrics"})
-    Mcp(gs.dsh, gs.session).call_answering("arkme_id_change", {"arkme_id": "alice_other"}, accept(approve=False))
-    gs.dsh.execute(gs.session, "arkme_id_change", {"arkme_id": "alice_third"}, approval="apv_forged")
-    assert gs.prepare(source="workspace", workspace_paths=[gs.write("tiny.png", png((100, 100)))]).status_code == 422
-    assert gs.prepare(source="workspace", workspace_paths=gs.write_many(1)).status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):  # a use counts when its call commits
+        _calls(gs)
     after = metrics()
 
     def grew(name, **labels):
@@ -68,6 +62,53 @@ def test_tool_calls_approvals_operations_and_refusals_are_counted(metrics, gs):
     assert grew("arkme_approvals_total", event="refused_invalid") == 1
     assert grew("arkme_images_refused_total", code="image_dimensions") == 1
     assert value(after, "arkme_gallery_operations", status="pending") == 1
+
+
+def _calls(gs) -> None:
+    gs.dsh.execute(gs.session, "arkme_context", {})
+    Mcp(gs.dsh, gs.session).call("arkme_context", {"bogus": 1})
+    gs.dsh.execute(gs.session, "arkme_made_up_tool", {})
+    gs.dsh.approve_and_execute(gs.session, "arkme_id_change", {"arkme_id": "alice_metrics"})
+    Mcp(gs.dsh, gs.session).call_answering("arkme_id_change", {"arkme_id": "alice_other"}, accept(approve=False))
+    gs.dsh.execute(gs.session, "arkme_id_change", {"arkme_id": "alice_third"}, approval="apv_forged")
+    assert gs.prepare(source="workspace", workspace_paths=[gs.write("tiny.png", png((100, 100)))]).status_code == 422
+    assert gs.prepare(source="workspace", workspace_paths=gs.write_many(1)).status_code == 200
+
+
+def test_an_approval_use_that_rolls_back_is_not_counted(metrics, session, django_capture_on_commit_callbacks):
+    from django.db import transaction
+
+    from arkme.conversations.models import AgentSession
+    from toolregistry.approvals import approval_consume, approval_issue
+
+    agent_session = AgentSession.objects.get(public_id=session)
+    before = metrics()
+    with django_capture_on_commit_callbacks(execute=True):
+        rolled_back = approval_issue(session=agent_session, tool_name="arkme_id_change", digest="d1")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            approval_consume(session=agent_session, tool_name="arkme_id_change", digest="d1", token=rolled_back.token)
+            raise RuntimeError("the call failed after using its approval")
+        assert value(metrics(), "arkme_approvals_total", event="used") == value(before, "arkme_approvals_total",
+                                                                                 event="used")
+        # Still unused, so the retry uses it, and that use commits.
+        approval_consume(session=agent_session, tool_name="arkme_id_change", digest="d1", token=rolled_back.token)
+    assert value(metrics(), "arkme_approvals_total", event="used") == value(before, "arkme_approvals_total",
+                                                                             event="used") + 1
+
+
+def test_checking_whether_an_attachment_is_an_image_refuses_nothing(metrics, gs):
+    """Only a refusal the service answers with is counted: the latest message's attachments
+    are sniffed to find its images, and a text file among them is skipped, not refused."""
+    before = metrics()
+    assert gs.say("two files", files=[("notes.txt", b"plain text, not an image " * 40),
+                                      ("notes.gz", b"\x1f\x8b" + b"compressed" * 40)]).status_code == 201
+    refused = gs.prepare(source="attachments")
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "no_captured_images"
+    after = metrics()
+    grew = {code: value(after, "arkme_images_refused_total", code=code)
+            - value(before, "arkme_images_refused_total", code=code)
+            for code in ("unsupported_format", "no_captured_images")}
+    assert grew == {"unsupported_format": 0, "no_captured_images": 1}
 
 
 def test_labels_never_carry_ids_or_arguments(metrics, gs):
