@@ -4,6 +4,11 @@ Tool calls come from the hourly roll-up (``toolregistry.rollups``), never from t
 itself, so the page costs the same with ten thousand calls or ten million; the rest reads
 small, indexed sets (approvals of the last day, pending operations and invitations,
 galleries near capacity).
+
+Errors are two figures, never one: server errors (a 5xx: the service failed the caller) apart
+from refusals (a 4xx: the service said no, as the contract asks). Tool calls split by their
+outcome; every HTTP answer of this node, tool call or not, is counted by status class in
+``arkme_http_requests_total``, drawn here as the node counted it since it started.
 """
 from __future__ import annotations
 
@@ -14,15 +19,31 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from arkme.kernel.errors import ErrorCode
+from arkme.kernel.metrics import http_responses
 from galleries.selectors import galleries_near_capacity, pending_operations_by_age
 from groups.selectors import invitations_outlook
 from toolregistry.approvals import approvals_funnel
-from toolregistry.rollups import calls_by_tool, tool_call_series
+from toolregistry.audit import INTERRUPTED
+from toolregistry.rollups import HourPoint, calls_by_tool, tool_call_series
 
 from . import charts
 
 HOURS = 24
 DECLINED = "approval_declined"
+# The outcomes of a tool call answered 5xx (or never answered: interrupted); every other error
+# outcome is a refusal (4xx).
+SERVER_ERRORS = frozenset({ErrorCode.INTERNAL_ERROR, ErrorCode.DEPENDENCY_UNAVAILABLE, ErrorCode.DATABASE_UNAVAILABLE,
+                           ErrorCode.STORAGE_UNAVAILABLE, ErrorCode.TASK_QUEUE_UNAVAILABLE, INTERRUPTED})
+STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
+
+
+def _server_errors(point: HourPoint) -> int:
+    return sum(count for outcome, count in point.calls_by_outcome.items() if outcome in SERVER_ERRORS)
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "—"
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -33,21 +54,32 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     labels = [timezone.localtime(point.hour).strftime("%H:00") for point in series]
     calls = sum(point.calls for point in series)
     errors = sum(point.errors for point in series)
+    server_errors = sum(_server_errors(point) for point in series)
+    answered = http_responses()
     declined = sum(point.calls_by_outcome.get(DECLINED, 0) for point in series)
     per_tool = calls_by_tool(hours=HOURS, now=now)
     context = {
         **admin.site.each_context(request),
         "title": "Operations dashboard",
         "calls": calls,
-        "error_rate": f"{100 * errors / calls:.1f} %" if calls else "—",
+        "server_error_rate": _percent(server_errors, calls),
+        "refusal_rate": _percent(errors - server_errors, calls),
+        "http_5xx": answered.get("5xx", 0),
+        "http_4xx": answered.get("4xx", 0),
         "charts": [
             ("Tool calls per hour, by outcome",
              charts.stacked_bars("Tool calls per hour by outcome",
                                  [(label, point.calls_by_outcome) for label, point in zip(labels, series, strict=True)],
                                  outcomes, caption=f"last {HOURS} hours")),
-            ("Error rate per hour (%)",
-             charts.lines("Error rate per hour", [(label, {"errors %": round(100 * p.errors / p.calls, 1) if p.calls else None})
-                                                  for label, p in zip(labels, series, strict=True)], ["errors %"])),
+            ("Server errors (5xx) and refusals (4xx) per hour (% of tool calls)",
+             charts.lines("Server errors and refusals per hour",
+                          [(label, {"refusals %": round(100 * (p.errors - _server_errors(p)) / p.calls, 1) if p.calls
+                                    else None,
+                                    "server errors %": round(100 * _server_errors(p) / p.calls, 1) if p.calls else None})
+                           for label, p in zip(labels, series, strict=True)], ["refusals %", "server errors %"])),
+            ("HTTP responses of this node since it started, by status class (every route)",
+             charts.horizontal_bars("HTTP responses by status class",
+                                    [(status, answered.get(status, 0)) for status in STATUS_CLASSES])),
             ("Latency per hour (ms, p50 and p95)",
              charts.lines("Latency per hour", [(label, {"p50": p.p50_ms, "p95": p.p95_ms})
                                                for label, p in zip(labels, series, strict=True)], ["p50", "p95"])),

@@ -25,15 +25,17 @@ def session(dsh, world):
     return AgentSession.objects.get(public_id=dsh.open_session(world.alice)["session"])
 
 
-def test_staff_see_eight_charts_with_data(staff, session, gs):
+def test_staff_see_nine_charts_with_data(staff, session, gs):
     audit(session, 50)
     gs.prepare(source="workspace", workspace_paths=gs.write_many(1))  # a pending add
     gs.dsh.pre_execute(gs.session, "arkme_id_change", {"arkme_id": "alice_dash"})  # an approval asked
     tool_calls_roll_up()
     page = staff.get("/admin/dashboard/").content.decode()
-    assert page.count('<svg class="arkme-chart"') == 8
+    assert page.count('<svg class="arkme-chart"') == 9
     assert "invalid_arguments" in page and "arkme_context" in page
-    assert "<strong>51</strong> tool calls, error rate <strong>19.6 %</strong>" in page  # 10 of the 50, and the prepare
+    # 10 of the 50, and the prepare: refusals, not server errors.
+    assert ("<strong>51</strong> tool calls, server errors (5xx) <strong>0.0 %</strong>,\n"
+            "     refusals (4xx) <strong>19.6 %</strong>") in page
     assert re.search(r"<title>asked: 1</title>", page)
     assert re.search(r"<title>under 5 min: 1</title>", page)
     assert 'href="/admin/dashboard/"' in staff.get("/admin/").content.decode()
@@ -67,3 +69,35 @@ def test_labels_are_escaped(staff, world):
 
 def test_only_staff(client, db):
     assert client.get("/admin/dashboard/").status_code == 302
+
+
+def test_server_errors_are_shown_apart_from_refusals(staff, session, rf):
+    """A 5xx outcome (the service failed) is not a refusal (the service said no): each has its
+    rate and its line; and the node's HTTP answers by status class count every 5xx, tool call
+    or not."""
+    from arkme.kernel.logs import RequestIdMiddleware
+    from arkme.kernel.metrics import http_responses
+
+    ToolCall.objects.bulk_create(
+        [ToolCall(session_id=session.pk, session_public_id=session.public_id, tool_name="arkme_context",
+                  outcome="ok", http_status=200, duration_ms=5) for _ in range(16)]
+        + [ToolCall(session_id=session.pk, session_public_id=session.public_id, tool_name="arkme_context",
+                    outcome="invalid_arguments", http_status=400, duration_ms=5) for _ in range(3)]
+        + [ToolCall(session_id=session.pk, session_public_id=session.public_id, tool_name="arkme_context",
+                    outcome="internal_error", http_status=500, duration_ms=5)])
+    tool_calls_roll_up()
+    before = http_responses().get("5xx", 0)
+
+    def failing(request):
+        raise RuntimeError("a bug below every middleware")
+
+    from django.core.handlers.exception import convert_exception_to_response
+
+    assert RequestIdMiddleware(convert_exception_to_response(failing))(rf.get("/healthz")).status_code == 500
+    assert http_responses().get("5xx", 0) == before + 1
+    page = staff.get("/admin/dashboard/").content.decode()
+    assert ("<strong>20</strong> tool calls, server errors (5xx) <strong>5.0 %</strong>,\n"
+            "     refusals (4xx) <strong>15.0 %</strong>") in page
+    assert f"<strong>{before + 1}</strong> server errors (5xx)" in page
+    assert re.search(r"<title>\d\d:00 server errors %: 5</title>", page)
+    assert re.search(r"<title>5xx: \d+</title>", page)
