@@ -20,6 +20,7 @@ from celery.exceptions import TaskRevokedError, TimeLimitExceeded
 from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult, EagerResult
 from django.conf import settings
+from django.db import connection
 from kombu.exceptions import OperationalError
 
 from .budget import remaining
@@ -66,6 +67,12 @@ def wait(result: AsyncResult | EagerResult, *, timeout: float) -> Any:
     if allowed <= 0:
         logger.warning("the request's wait budget is spent; task %s is not waited for", getattr(result, "id", "?"))
         raise QueueUnavailable("The task queue is slow; try again.")
+    if not isinstance(result, EagerResult) and not connection.in_atomic_block:
+        # The wait can last seconds: give the database connection back (to the pool on
+        # PostgreSQL) rather than hold it idle, so requests waiting on renders cannot take every
+        # connection of the process from the requests that need one now. Inside a transaction
+        # the connection is the transaction's and stays.
+        connection.close()
     started, end = time.monotonic(), "failed"
     try:
         answer = result.get(timeout=allowed, propagate=True, disable_sync_subtasks=False)

@@ -127,3 +127,36 @@ def test_renders_and_stores_have_queues_of_their_own(name, queue):
 def test_a_worker_started_without_queues_consumes_them_all():
     # The Procfile splits them; one `celery worker` for everything still runs every task.
     assert set(app.amqp.queues) == {"celery", "blobs", "render"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_waiting_on_a_task_holds_no_database_connection():
+    from django.db import connection
+
+    connection.ensure_connection()
+    seen: list[object] = []
+
+    class Pending(SimpleNamespace):
+        def get(self, **options: Any) -> dict:
+            seen.append(connection.connection)
+            return {"ok": 1}
+
+    assert wait(Pending(id="t"), timeout=5) == 1  # type: ignore[arg-type]
+    assert seen == [None]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_wait_inside_a_transaction_keeps_its_connection():
+    from django.db import connection, transaction
+
+    seen: list[object] = []
+
+    class Pending(SimpleNamespace):
+        def get(self, **options: Any) -> dict:
+            seen.append(connection.connection)
+            return {"ok": 1}
+
+    with transaction.atomic():
+        connection.ensure_connection()
+        assert wait(Pending(id="t"), timeout=5) == 1  # type: ignore[arg-type]
+    assert seen[0] is not None
