@@ -153,3 +153,5 @@ def test_every_line_is_json_with_the_request_id_and_no_secret(production_stack, 
     worker_lines = [json.loads(line) for line in logs["worker"]]
     assert [line for line in worker_lines if line.get("request_id") == render_request], logs["worker"][-20:]
     figures.record("logs_live_lines_checked", sum(len(lines) for lines in logs.values()))
+    figures.record("logs_live_5xx_log_lines", len(about_failure))
+    figures.record("logs_live_5xx_counted", metric(text, "arkme_http_requests_total", status="5xx"))
