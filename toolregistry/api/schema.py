@@ -128,6 +128,11 @@ def _mcp_path() -> dict[str, Any]:
     message = {"type": "object", "required": ["jsonrpc", "method"], "properties": {
         "jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]}, "method": {"type": "string"},
         "params": {"type": "object"}}}
+    envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
+    rpc_error = {"type": "object", "required": ["jsonrpc", "error"], "properties": {
+        "jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer", "null"]},
+        "error": {"type": "object", "required": ["code", "message"], "properties": {
+            "code": {"type": "integer"}, "message": {"type": "string"}, "data": envelope}}}}
     return {"post": {
         "operationId": "session_mcp",
         "summary": "The session as a Model Context Protocol server (Streamable HTTP, JSON responses)",
@@ -151,11 +156,15 @@ def _mcp_path() -> dict[str, Any]:
             "202": {"description": "A notification, accepted."},
             "400": {"description": "A malformed message or missing 2026-07-28 headers (a JSON-RPC error)."},
             "401": {"description": "Missing or invalid client key.",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}},
+                    "content": {"application/json": {"schema": envelope}}},
             "403": {"description": "An Origin that is not an allowed host."},
-            "404": {"description": "Unknown, closed or another client's session.",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}},
+            "404": {"description": "Unknown, closed or another client's session: a JSON-RPC error "
+                                   "(-32600, \"Session not found\") whose data is the REST error envelope.",
+                    "content": {"application/json": {"schema": rpc_error}}},
             "405": {"description": "Any method but POST."},
+            "503": {"description": "A dependency (the database) is unavailable before the call could run; "
+                                   "safe to retry (Retry-After).",
+                    "content": {"application/json": {"schema": envelope}}},
         },
         "security": [{"dshClientKey": []}],
     }}
