@@ -189,7 +189,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # connection attempt (the pool's too) gives up after DATABASE_CONNECT_TIMEOUT seconds, a
     # sent query whose bytes the network never acknowledges after tcp_user_timeout, and a
     # statement, lock waits included, after DATABASE_STATEMENT_TIMEOUT seconds (0: none, for a
-    # long migration or a pooler that refuses the startup option).
+    # pooler that refuses the startup option; ``migrate`` lifts it for itself, arkme/apps.py).
     _db_options = DATABASES["default"].setdefault("OPTIONS", {})
     _db_options.setdefault("connect_timeout", _env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1))
     _db_options.setdefault("tcp_user_timeout", 10_000)

@@ -130,3 +130,18 @@ def test_every_variable_the_settings_read_is_in_readmes_configuration():
     readme = (ROOT / "README.md").read_text()
     configuration = readme[readme.index("## Configuration"):readme.index("## ", readme.index("## Configuration") + 3)]
     assert sorted(name for name in names if f"`{name}`" not in configuration) == []
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_migrate_lifts_the_request_statement_timeout_for_its_connection(postgres):
+    from django.apps import apps
+    from django.db import connection
+    from django.db.models.signals import pre_migrate
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET statement_timeout = '20s'")
+        pre_migrate.send(sender=apps.get_app_config("arkme"), app_config=apps.get_app_config("arkme"),
+                         verbosity=0, interactive=False, using="default", apps=apps, plan=[])
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "0"
