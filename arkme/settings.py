@@ -285,9 +285,9 @@ ARKME_AUDIT_RETENTION_DAYS = _env_int("ARKME_AUDIT_RETENTION_DAYS", 365)
 # (so `make run` on any port works); set it in production to the public address.
 ARKME_PUBLIC_URL = os.environ.get("ARKME_PUBLIC_URL", "").strip().rstrip("/")
 ARKME_INVITATION_TTL_SECONDS = _env_int("ARKME_INVITATION_TTL_SECONDS", 7 * 86400)
-# Candidates for a group come from at least this many of the person's newest private chats
-# (the newest this many on each side of the stored pair), so a call's cost does not grow with
-# a long chat history when most recent partners are already members or match no query.
+# A candidates call without a query lists people from this many of the person's newest
+# private chats, so its cost does not grow with a long chat history when most recent partners
+# are already members; a query searches every chat through an index (groups.0003).
 ARKME_CANDIDATE_RECENT_CHATS = _env_int("ARKME_CANDIDATE_RECENT_CHATS", 1000, minimum=100)
 
 # Bodies of JSON requests stay small; files stream to disk through the upload handlers.

@@ -22,6 +22,7 @@ class GroupMemberAdapter:
             "candidates": [{"candidate_ref": c.candidate_ref, "display_name": c.display_name}
                            for c in found.candidates],
             "truncated": found.truncated,
+            "scope": found.scope,
         }
 
     def add_members(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> AddMembersView:

@@ -89,6 +89,40 @@ class PrivateChat(models.Model):
         return self.account_high if self.account_low_id == account.pk else self.account_low
 
 
+class ChatPartner(models.Model):
+    """One row per person per private chat, naming the other person: the chat seen from one side.
+
+    A chat stores its pair once, so "my chats" is two index reads merged (the lower and the
+    higher side); these rows make it one, read newest first from one index, and let a name
+    search probe ``(person, partner)`` directly. Database triggers (migration groups.0003)
+    write them from ``PrivateChat`` on every insert, activity update and delete, so they stay
+    exact through the services, the admin, cascades, bulk loads and raw SQL; the application
+    never writes them. ``chat_public_id`` is copied (it never changes) so a candidate's ref
+    needs no read of the chat.
+    """
+
+    chat = models.ForeignKey(PrivateChat, on_delete=models.CASCADE, related_name="+")
+    chat_public_id = models.CharField(max_length=40, editable=False)
+    # Both served by the indexes below (the unique pair leads with the person).
+    person = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+", db_index=False)
+    partner = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+", db_index=False)
+    last_activity_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["person", "partner"], name="chat_partner_once"),
+        ]
+        indexes = [
+            # Newest first, the chat's id breaking ties as the product orders them, and the
+            # columns a candidate needs after them, so a window of chats is read from the index.
+            models.Index(fields=["person", "-last_activity_at", "-chat", "partner", "chat_public_id"],
+                         name="chat_partner_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.person_id} → {self.partner_id}"
+
+
 class ChatMessage(models.Model):
     """A message in a private chat. Invitation links arrive this way, delivered by a task."""
 

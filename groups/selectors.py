@@ -15,7 +15,7 @@ from arkme.kernel.errors import ErrorCode, Forbidden, InvalidArguments, NotFound
 from arkme.kernel.signing import RefExpired, RefInvalid
 from arkme.kernel.sql import column, from_row, hot_cursor, table
 
-from .models import Group, Invitation, InvitationStatus, Membership, PrivateChat
+from .models import ChatPartner, Group, Invitation, InvitationStatus, Membership, PrivateChat
 from .refs import read_source_ref, source_ref_maker
 
 
@@ -39,6 +39,7 @@ class CandidatesView(TypedDict):
     group: GroupView
     candidates: list[CandidateView]
     truncated: bool
+    scope: str  # "recent" or "all": which of the user's chats were searched
 
 
 class AddResultView(TypedDict):
@@ -137,25 +138,38 @@ def chats_of(account: AccountIdentity) -> QuerySet[PrivateChat]:
     return PrivateChat.objects.filter(Q(account_low_id=account.pk) | Q(account_high_id=account.pk))
 
 
-def _candidate_side_sql(mine: str, theirs: str, *, with_query: bool, group: str) -> str:
-    """One side of the stored pair: its newest chats (at most the recent-chats window, read
-    newest first from the side's index), less deactivated people and members, newest first."""
-    mine, theirs = _column(PrivateChat, mine), _column(PrivateChat, theirs)
-    chat_id, activity = _column(PrivateChat, "id"), _column(PrivateChat, "last_activity_at")
-    name = _column(Account, "display_name")
+def _candidates_of_sql(*, recent: bool, with_query: bool, group: str) -> str:
+    """The account's chat partners who are active and not members of ``group``, newest chat
+    first, cut at a limit; from its ``ChatPartner`` rows, one index read newest first.
+
+    ``recent`` reads at most the newest ``ARKME_CANDIDATE_RECENT_CHATS`` chats (a window read
+    from the index, then filtered): the unqueried list, whose cost must not grow with the
+    history even when every recent partner is already a member. Without it every chat is
+    searched, for a query: on PostgreSQL the planner can then start from the accounts whose
+    names match (a trigram index, groups.0003) and probe ``(person, partner)`` for each, or
+    read the chats newest first when the name is common, whichever its estimate makes cheaper.
+    """
+    name, account_pk = _column(Account, "display_name"), _column(Account, "id")
+    chat_id, activity = _column(ChatPartner, "chat"), _column(ChatPartner, "last_activity_at")
+    person, partner = _column(ChatPartner, "person"), _column(ChatPartner, "partner")
+    chat_public_id = _column(ChatPartner, "chat_public_id")
     match = f" AND UPPER(a.{name}) LIKE UPPER(%s) ESCAPE '\\'" if with_query else ""
-    recent = (
-        f"SELECT {_column(PrivateChat, 'public_id')} AS public_id, {theirs} AS other_id,"  # noqa: S608
-        f" {activity} AS last_activity_at, {chat_id} AS chat_id"
-        f" FROM {_table(PrivateChat)} WHERE {mine} = %s ORDER BY {activity} DESC, {chat_id} DESC LIMIT %s"
-    )
+    if recent:
+        source = (
+            f"(SELECT {chat_public_id}, {partner}, {activity}, {chat_id} FROM {_table(ChatPartner)}"  # noqa: S608
+            f" WHERE {person} = %s ORDER BY {activity} DESC, {chat_id} DESC LIMIT %s) AS p")
+        mine = ""
+    else:
+        source = f"{_table(ChatPartner)} p"
+        mine = f" AND p.{person} = %s"
     return (
-        f"SELECT c.public_id, a.{name} AS other_name, c.last_activity_at, c.chat_id"  # noqa: S608
-        f" FROM ({recent}) AS c JOIN {_table(Account)} a ON a.{_column(Account, 'id')} = c.other_id"
-        f" WHERE a.{_column(Account, 'is_active')} = %s"
+        f"SELECT p.{chat_public_id} AS chat_public_id, a.{name} AS other_name,"  # noqa: S608 - identifiers
+        f" p.{activity} AS last_activity_at, p.{chat_id} AS chat_id"
+        f" FROM {source} JOIN {_table(Account)} a ON a.{account_pk} = p.{partner}"
+        f" WHERE a.{_column(Account, 'is_active')} = %s{mine}"
         f" AND NOT EXISTS (SELECT 1 FROM {_table(Membership)} m WHERE m.{_column(Membership, 'group')} = {group}"
-        f" AND m.{_column(Membership, 'account')} = c.other_id){match}"
-        f" ORDER BY c.last_activity_at DESC, c.chat_id DESC LIMIT %s"
+        f" AND m.{_column(Membership, 'account')} = p.{partner}){match}"
+        f" ORDER BY p.{activity} DESC, p.{chat_id} DESC LIMIT %s"
     )
 
 
@@ -170,26 +184,19 @@ def _candidates_sql(vendor: str, with_query: bool) -> str:
     no such group. One statement instead of two saves a round trip a call and the
     database's work on a second statement (docs/PERFORMANCE.md).
 
-    The candidates are a UNION ALL of the chats where the account is the lower and the
-    higher side, each read newest first from its own index, at most
-    ``ARKME_CANDIDATE_RECENT_CHATS`` of them, and cut at ``limit + 1``; membership is a NOT
-    EXISTS on its unique index. So the cost grows with the rows returned, never beyond the
-    window, and not with the chats or the members: a history where every recent partner is
-    already a member, or a query that matches nobody, costs the window, not the history.
+    The candidates come from the caller's side of each chat (``ChatPartner``): without a
+    query, from the newest ``ARKME_CANDIDATE_RECENT_CHATS`` chats, so the cost grows with the
+    rows returned and never beyond the window, whatever the history and however many recent
+    partners are already members; with a query, from every chat (``_candidates_of_sql``).
+    Membership is a NOT EXISTS on its unique index.
 
     It is written as SQL rather than composed with the ORM on every call because composing
-    and compiling the UNION of two filtered, annotated querysets cost more than running it
-    (about 1 ms a call; see docs/PERFORMANCE.md). Each side is wrapped in a derived table so
-    that both SQLite and PostgreSQL accept its ORDER BY and LIMIT.
+    and compiling the querysets cost more than running them (about 1 ms a call; see
+    docs/PERFORMANCE.md). The candidates are wrapped in a derived table so that both SQLite
+    and PostgreSQL accept their ORDER BY and LIMIT inside the UNION.
     """
     group = f"(SELECT {_column(Group, 'id')} FROM member_group)"  # noqa: S608 - an identifier from the model
-    low = _candidate_side_sql("account_low", "account_high", with_query=with_query, group=group)
-    high = _candidate_side_sql("account_high", "account_low", with_query=with_query, group=group)
-    candidates = (
-        "SELECT * FROM ("  # noqa: S608 - built above, values bound
-        f"SELECT * FROM ({low}) AS low_side UNION ALL SELECT * FROM ({high}) AS high_side"
-        ") AS candidates ORDER BY last_activity_at DESC, chat_id DESC LIMIT %s"
-    )
+    candidates = _candidates_of_sql(recent=not with_query, with_query=with_query, group=group)
     group_columns = ", ".join(_column(Group, name) for name in _GROUP_FIELDS)
     blanks = ", ".join(["NULL"] * (len(_GROUP_FIELDS) + 1))
     return (
@@ -197,26 +204,31 @@ def _candidates_sql(vendor: str, with_query: bool) -> str:
         f" SELECT {group_columns}, is_member, chat_public_id, other_name FROM ("
         f"SELECT member_group.*, 0 AS part, NULL AS chat_public_id, NULL AS other_name, NULL AS last_activity_at,"
         " NULL AS chat_id FROM member_group"
-        f" UNION ALL SELECT {blanks}, 1, c.public_id, c.other_name, c.last_activity_at, c.chat_id"
+        f" UNION ALL SELECT {blanks}, 1, c.chat_public_id, c.other_name, c.last_activity_at, c.chat_id"
         f" FROM ({candidates}) AS c WHERE (SELECT is_member FROM member_group)"
         ") AS found ORDER BY part, last_activity_at DESC, chat_id DESC"
     )
 
 
+def candidates_params(account_pk: int, group_public_id: str, *, query: str | None, limit: int) -> list[Any]:
+    """The parameters of ``_candidates_sql(vendor, bool(query))``, in its order."""
+    if query:
+        return [account_pk, group_public_id, True, account_pk, f"%{connection.ops.prep_for_like_query(query)}%",
+                limit + 1]
+    return [account_pk, group_public_id, account_pk, settings.ARKME_CANDIDATE_RECENT_CHATS, True, limit + 1]
+
+
 def group_and_candidates(account: AccountIdentity, source_ref: object, *, query: str | None,
                          limit: int) -> tuple[Group, list[tuple[str, str]]]:
     """Fetch-and-authorise as ``group_for_source_ref`` does, and the people from the
-    account's recent private chats who could join the group, newest first, at most
-    ``limit + 1`` of them (one more tells the caller the list was cut), each as the chat's
-    public id and the person's display name."""
+    account's private chats who could join the group, newest first, at most ``limit + 1`` of
+    them (one more tells the caller the list was cut), each as the chat's public id and the
+    person's display name: with a ``query``, from every chat; without, from the newest
+    ``ARKME_CANDIDATE_RECENT_CHATS``."""
     group_id = _group_public_id(account, source_ref)
-    side_params: list[Any] = [account.pk, settings.ARKME_CANDIDATE_RECENT_CHATS, True]
-    if query:
-        side_params.append(f"%{connection.ops.prep_for_like_query(query)}%")
-    side_params.append(limit + 1)
     with hot_cursor() as cursor:
         cursor.execute(_candidates_sql(cursor.db.vendor, bool(query)),
-                       [account.pk, group_id, *side_params, *side_params, limit + 1])
+                       candidates_params(account.pk, group_id, query=query, limit=limit))
         rows = cursor.fetchall()
         group = _member_group(rows[0] if rows else None, cursor.db)
     found = _IS_MEMBER + 1

@@ -67,21 +67,34 @@ class Candidate:
     display_name: str
 
 
+class Scope:
+    """Which chats a candidates call searched."""
+
+    RECENT = "recent"  # the newest ARKME_CANDIDATE_RECENT_CHATS (a call without a query)
+    ALL = "all"  # every private chat of the user (a call with a query)
+
+
 @dataclass(frozen=True)
 class Candidates:
     group: Group
     candidates: list[Candidate]
     truncated: bool
+    scope: str
 
 
 def group_member_candidates(*, account: AccountIdentity, source_ref: str, query: str | None = None,
                             limit: int = CANDIDATE_LIMIT_DEFAULT) -> Candidates:
-    group, rows = group_and_candidates(account, source_ref, query=(query or "").strip() or None, limit=limit)
+    """People from the account's private chats who could join the group: with a query, from
+    every chat; without one, from the recent chats only (``scope`` says which), so that an
+    unqueried call costs the same whatever the history."""
+    query = (query or "").strip() or None
+    group, rows = group_and_candidates(account, source_ref, query=query, limit=limit)
     candidate_ref = candidate_ref_maker(account_public_id=account.public_id, group_public_id=group.public_id)
     return Candidates(
         group=group,
         candidates=[Candidate(candidate_ref(chat), name) for chat, name in rows[:limit]],
         truncated=len(rows) > limit,
+        scope=Scope.ALL if query else Scope.RECENT,
     )
 
 

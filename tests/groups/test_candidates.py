@@ -186,32 +186,57 @@ def test_the_api_call_reads_the_account_only_through_the_session(dsh, session, r
 
 
 @pytest.mark.django_db
-def test_candidates_come_from_the_recent_chats_window(settings):
-    """A long history costs the window, not the history: older chats are not searched."""
+def test_the_unqueried_list_reads_the_recent_window_and_a_query_every_chat(settings):
+    """Without a query a long history costs the window; a query searches every chat."""
     me, group = _world_of(150, 0)
     chats = PrivateChat.objects.filter(account_low=me).order_by("-last_activity_at")
     newest = [chat.account_high_id for chat in chats[:120]]
     Membership.objects.bulk_create([Membership(group=group, account_id=pk) for pk in newest])
     settings.ARKME_CANDIDATE_RECENT_CHATS = 100
     assert candidate_chats(me, group, query=None, limit=50) == []
-    assert candidate_chats(me, group, query="P149", limit=50) == []
+    assert [r["other_name"] for r in candidate_chats(me, group, query="P149", limit=50)] == ["P149"]
+    assert len(candidate_chats(me, group, query="P", limit=50)) == 30
     settings.ARKME_CANDIDATE_RECENT_CHATS = 150
     assert len(candidate_chats(me, group, query=None, limit=50)) == 30
-    assert [r["other_name"] for r in candidate_chats(me, group, query="P149", limit=50)] == ["P149"]
+
+
+@pytest.mark.django_db
+def test_a_query_finds_an_older_partner_when_every_recent_one_is_a_member():
+    """The newest ARKME_CANDIDATE_RECENT_CHATS (1,000) partners are members; two older ones
+    are not. The unqueried list is empty and says it searched the recent chats; a query for
+    an older partner's name finds them, and says it searched all."""
+    from groups.services import group_member_candidates
+
+    window = 1000
+    me, group = _world_of(window + 2, window)  # the newest `window` chats' people are members
+    assert Account.objects.get(display_name=f"P{window + 1}")  # the oldest chat
+    ref = make_source_ref(account_public_id=me.public_id, group_public_id=group.public_id)
+    unqueried = group_member_candidates(account=me, source_ref=ref)
+    assert (unqueried.candidates, unqueried.truncated, unqueried.scope) == ([], False, "recent")
+    found = group_member_candidates(account=me, source_ref=ref, query=f"p{window + 1}")
+    assert [c.display_name for c in found.candidates] == [f"P{window + 1}"] and found.scope == "all"
+    older = group_member_candidates(account=me, source_ref=ref, query="P", limit=1)
+    assert [c.display_name for c in older.candidates] == [f"P{window}"] and older.truncated
+
+
+def test_the_result_says_which_chats_were_searched(candidates):
+    assert candidates("approval-group")["scope"] == "recent"
+    assert candidates("approval-group", query="car")["scope"] == "all"
+    assert candidates("approval-group", query="   ")["scope"] == "recent"  # a blank query is none
 
 
 @pytest.mark.django_db
 def test_a_former_member_is_refused_and_the_statement_returns_no_candidate():
     from arkme.kernel.errors import Forbidden
-    from groups.selectors import _candidates_sql
+    from groups.selectors import _candidates_sql, candidates_params
 
     me, group = _world_of(5, 0)
     Membership.objects.filter(group=group, account=me).delete()
     with pytest.raises(Forbidden):
         candidate_chats(me, group, query=None, limit=50)
-    side = [me.pk, 1000, True, 51]
     with connection.cursor() as cursor:
-        cursor.execute(_candidates_sql(connection.vendor, False), [me.pk, group.public_id, *side, *side, 51])
+        cursor.execute(_candidates_sql(connection.vendor, False),
+                       candidates_params(me.pk, group.public_id, query=None, limit=50))
         rows = cursor.fetchall()
     assert len(rows) == 1 and not rows[0][-3]  # the group's row only, and not a member
 

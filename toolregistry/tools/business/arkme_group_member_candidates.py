@@ -18,10 +18,13 @@ METADATA = ToolMetadata(
 )
 
 DESCRIPTION = (
-    "Lists people the user has recent private chats with (at least the newest 1,000) who are "
-    "not yet members of a group, newest conversation first. Pass the group's source_ref from arkme_context; optionally a query to "
-    "match display names and a limit (1-100, default 50). Each candidate has a display_name and "
-    "a candidate_ref to pass to arkme_group_member_add; truncated says whether more matched."
+    "Lists people the user has private chats with who are not yet members of a group, newest "
+    "conversation first. Pass the group's source_ref from arkme_context; optionally a query to "
+    "match display names and a limit (1-100, default 50). Without a query only the recent chats "
+    "are listed (scope \"recent\": at least the newest 1,000); with a query every chat is "
+    "searched (scope \"all\"), so pass a query to find someone from an older chat. Each "
+    "candidate has a display_name and a candidate_ref to pass to arkme_group_member_add; "
+    "truncated says whether more matched."
 )
 
 INPUT_SCHEMA = {
@@ -40,6 +43,8 @@ OUTPUT_SCHEMA = closed({
     "group": GROUP,
     "candidates": {"type": "array", "items": closed({"candidate_ref": STRING, "display_name": STRING})},
     "truncated": {"type": "boolean"},
+    "scope": {"type": "string", "enum": ["recent", "all"],
+              "description": "Which chats were searched: the recent ones (no query) or all of them (a query)."},
 })
 
 
