@@ -14,7 +14,7 @@ non-finite float (no result holds one), which DRF refuses, would come out as ``n
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import orjson
 from rest_framework import renderers
@@ -32,11 +32,14 @@ class JSONRenderer(renderers.JSONRenderer):
             return b""
         if (not self.compact or self.ensure_ascii or not self.strict
                 or self.get_indent(accepted_media_type or "", renderer_context or {}) is not None):
-            return super().render(data, accepted_media_type, renderer_context)
+            return self._drf(data, accepted_media_type, renderer_context)
         try:
             content = orjson.dumps(data, default=_default, option=_OPTIONS)
         except orjson.JSONEncodeError:
-            return super().render(data, accepted_media_type, renderer_context)
+            return self._drf(data, accepted_media_type, renderer_context)
         if _LINE_SEPARATOR in content or _PARAGRAPH_SEPARATOR in content:
             content = content.replace(_LINE_SEPARATOR, b"\\u2028").replace(_PARAGRAPH_SEPARATOR, b"\\u2029")
         return content
+
+    def _drf(self, data: Any, accepted_media_type: str | None, renderer_context: Mapping[str, Any] | None) -> bytes:
+        return cast(bytes, super().render(data, accepted_media_type, renderer_context))
