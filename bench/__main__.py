@@ -1,7 +1,10 @@
-"""Run the benchmarks: ``python -m bench [--json] [--only NAME ...]``.
+"""Run the benchmarks: ``python -m bench [--json] [--only NAME ...] [--ci]``.
 
 The PostgreSQL figures run when ``DATABASE_URL`` names a PostgreSQL server: a fresh database
 is made beside it for the run and dropped after. Without one they are skipped with a reason.
+The ``ir_`` figures are counted in instructions under valgrind (``bench/counted.py``), all in
+one counted program. The last line is the verdict (``bench/verdict.py``); the exit code is
+non-zero when any figure missed its goal. ``--ci`` runs the quick gated subset (``CI``).
 """
 from __future__ import annotations
 
@@ -9,10 +12,14 @@ import argparse
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from urllib.parse import urlsplit, urlunsplit
 
+from .verdict import verdict
+
+COUNTED = "bench.counted"
 ORDER = [
     ("tools_growth", "bench.tools_growth", False),
     ("prepare_confirm", "bench.prepare_confirm", False),
@@ -25,7 +32,13 @@ ORDER = [
     ("web_serving", "bench.web_serving", True),
     ("mcp_tools_list", "bench.mcp_tools_list", False),
     ("mcp_call", "bench.mcp_call", False),
+    *((name, COUNTED, False) for name in (
+        "ir_session_view", "ir_session_304", "ir_session_stale", "ir_arkme_context", "ir_keyed_execute",
+        "ir_candidates", "ir_mcp_tools_call", "ir_mcp_tools_list", "ir_tools_growth", "ir_prepare_confirm")),
 ]
+# The quick gated subset CI runs: every instruction-counted figure, on small inputs (a few
+# minutes under valgrind; nothing in it is timed, so a loaded CI machine cannot fail it).
+CI = [name for name, module, _ in ORDER if module == COUNTED]
 GOALS = {
     "candidates_growth": ("itself at a tenth of the chats", "≤ 2× time at 10× in every cell, ≤ 2 queries"),
     "sessions_growth": ("itself at 10k sessions", "≤ 1.5× per session at 1M, ≥ 95% of touches heap-only"),
@@ -72,20 +85,51 @@ def _run_here(module: str) -> dict:
     return importlib.import_module(module).run().as_dict()
 
 
-def main() -> None:
+def _counted(names: list[str]) -> list[dict]:
+    """The instruction-counted figures, in one counted program; skipped without valgrind."""
+    from .counted import FIGURES, run
+
+    if shutil.which("valgrind") is None:
+        return [{"name": name, "value": None, "unit": "", "goal": FIGURES[name].goal_text if name in FIGURES
+                 else "≤ 1.2× on every kind", "baseline": "instructions under cachegrind", "met": None,
+                 "skipped": "needs valgrind (Debian package valgrind)"} for name in names]
+    return [result.as_dict() for result in run(names)]
+
+
+def _failed(name: str, error: BaseException) -> dict:
+    """A figure that could not be measured is a miss, with its reason."""
+    return {"name": name, "value": None, "unit": "", "baseline": "", "goal": "", "met": False,
+            "detail": {"failed": f"{type(error).__name__}: {error}"[-2000:]}}
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--json", action="store_true", help="print one JSON list")
     parser.add_argument("--only", nargs="*", help="names of the benchmarks to run")
+    parser.add_argument("--ci", action="store_true", help="the quick gated subset: " + ", ".join(CI))
     parser.add_argument("--inner", help=argparse.SUPPRESS)
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
     modules = {name: module for name, module, _ in ORDER}
     if options.inner:
         print(json.dumps(_run_here(modules[options.inner])))
-        return
+        return 0
+    unknown = sorted(set(options.only or ()) - set(modules))
+    if unknown:
+        parser.error(f"unknown figure {', '.join(unknown)}; the figures: {', '.join(modules)}")
+    wanted = set(options.only or ()) | (set(CI) if options.ci else set())
+    selected = [(name, module, pg) for name, module, pg in ORDER if not wanted or name in wanted]
     postgres = _postgres_url()
     results = []
-    for name, module, needs_postgres in ORDER:
-        if options.only and name not in options.only:
+    counted = [name for name, module, _ in selected if module == COUNTED]
+    for name, module, needs_postgres in selected:
+        if module == COUNTED:
+            if name == counted[0]:
+                try:
+                    results.extend(_counted(counted))
+                except Exception as error:  # reported as a miss; the run goes on
+                    results.extend(_failed(n, error) for n in counted)
+                if not options.json:
+                    print(f"  ran {', '.join(counted)}", file=sys.stderr, flush=True)
             continue
         if needs_postgres:
             if postgres is None:
@@ -93,14 +137,22 @@ def main() -> None:
                 results.append({"name": name, "value": None, "unit": "", "baseline": baseline, "goal": goal,
                                 "met": None, "skipped": "needs PostgreSQL: set DATABASE_URL=postgres://…"})
                 continue
-            results.append(_run_on_postgres(name, postgres))
+            try:
+                results.append(_run_on_postgres(name, postgres))
+            except Exception as error:  # reported as a miss; the run goes on
+                results.append(_failed(name, error))
         else:
-            results.append(_run_here(module))
+            try:
+                results.append(_run_here(module))
+            except Exception as error:  # reported as a miss; the run goes on
+                results.append(_failed(name, error))
         if not options.json:
             print(f"  ran {name}", file=sys.stderr, flush=True)
+    code, line = verdict(results)
     if options.json:
         print(json.dumps(results, ensure_ascii=False))
-        return
+        print(line, file=sys.stderr)
+        return code
     print(f"{'name':<22} {'value':>10}  {'unit':<36} {'goal':<32} {'met'}")
     for result in results:
         value = "—" if result["value"] is None else f"{result['value']:g}"
@@ -109,7 +161,9 @@ def main() -> None:
         print(f"{'':<24}against: {result['baseline']}")
         for key, detail in (result.get("detail") or {}).items():
             print(f"{'':<24}{key}: {detail}")
+    print(line)
+    return code
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

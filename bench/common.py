@@ -8,6 +8,24 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+# Served figures (a real server, wrk, CPU from /proc) are timed, and a timing on this shared
+# machine moves between runs more than a goal's margin: the median of six rounds of the
+# unchanged session view read 0.98× and 1.14× its floor in two runs of 2026-12-06 (1.00–1.13×
+# in three runs the night before), and mcp_call's CPU ratio 0.91–0.98× then 0.78–0.90× with
+# nothing changed. So a served figure misses when it is past its goal by more than that
+# spread, 15%: a ratio that must be ≤ g misses above g × 1.15, one that must be ≥ g below
+# g / 1.15. The goal itself is gated without a margin where the work is counted in
+# instructions (the ``ir_`` figures, ``bench/counted.py``).
+SERVED_SPREAD = 0.15
+
+
+def served_at_most(value: float, goal: float) -> bool:
+    return value <= goal * (1 + SERVED_SPREAD)
+
+
+def served_at_least(value: float, goal: float) -> bool:
+    return value >= goal / (1 + SERVED_SPREAD)
+
 
 @dataclass
 class Result:

@@ -23,8 +23,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
-from .common import Result, free_port, wait_for_port
+from .common import SERVED_SPREAD, Result, free_port, served_at_least, served_at_most, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = 8
@@ -176,8 +177,8 @@ def drive(server: Server, path: str, script: Path, *args: str) -> Window:
     return Window(count, seconds, cpu, _ms(*p50.groups()), _ms(*p99.groups()))
 
 
-def compare(servers: dict[str, tuple[Server, str, Path]]) -> dict[str, dict[str, float]]:
-    """Alternating windows per server; totals over the rounds."""
+def compare(servers: dict[str, tuple[Server, str, Path]]) -> dict[str, dict[str, Any]]:
+    """Alternating windows per server; totals over the rounds, and each round's window."""
     for server, path, script in servers.values():  # warm-up
         drive(server, path, script)
     windows: dict[str, list[Window]] = {name: [] for name in servers}
@@ -192,15 +193,23 @@ def compare(servers: dict[str, tuple[Server, str, Path]]) -> dict[str, dict[str,
             "cpu_us": 1e6 * sum(w.cpu for w in measured) / count,
             "p50_ms": sorted(w.p50_ms for w in measured)[len(measured) // 2],
             "p99_ms": max(w.p99_ms for w in measured),
+            "windows": measured,
         }
     return figures
+
+
+def round_range(ours: list[Window], theirs: list[Window], per: Callable[[Window], float]) -> tuple[float, float]:
+    """The lowest and highest of the rounds' ratios (a round: a window of each server)."""
+    ratios = [per(a) / per(b) for a, b in zip(ours, theirs, strict=True)]
+    return min(ratios), max(ratios)
 
 
 def measure(kind: str) -> Result:
     """``kind`` is ``tools_list`` or ``call``."""
     name = f"mcp_{kind}"
     baseline = "FastMCP 4 (stateless HTTP, JSON) serving the same definitions, same load"
-    goal = "≥ 1.0× its requests/s and ≤ 1.0× its CPU/request at 7, 32, 128 tools"
+    goal = (f"≥ 1.0× its requests/s and ≤ 1.0× its CPU/request at 7, 32, 128 tools (served: gated past the "
+            f"machine's {SERVED_SPREAD:.0%} spread; counted in instructions by ir_mcp_tools_call/list)")
     if shutil.which("wrk") is None:
         return Result(name, None, "", baseline, goal, skipped="needs wrk (Debian package wrk)")
     from arkme.accounts.models import Account
@@ -238,11 +247,14 @@ def measure(kind: str) -> Result:
             ours, theirs = figures["product"], figures["fastmcp"]
             rps_ratio, cpu_ratio = ours["rps"] / theirs["rps"], ours["cpu_us"] / theirs["cpu_us"]
             worst_rps, worst_cpu = min(worst_rps, rps_ratio), max(worst_cpu, cpu_ratio)
+            rps_low, rps_high = round_range(ours["windows"], theirs["windows"], lambda w: w.requests / w.seconds)
+            cpu_low, cpu_high = round_range(ours["windows"], theirs["windows"], lambda w: w.cpu / w.requests)
             detail[f"{n}_tools"] = (
                 f"product {ours['rps']:.0f} req/s, {ours['cpu_us']:.0f} µs CPU/req, p50 {ours['p50_ms']:.1f} ms, "
                 f"p99 {ours['p99_ms']:.1f} ms | FastMCP {theirs['rps']:.0f} req/s, {theirs['cpu_us']:.0f} µs "
                 f"CPU/req, p50 {theirs['p50_ms']:.1f} ms, p99 {theirs['p99_ms']:.1f} ms | "
-                f"×{rps_ratio:.2f} req/s, ×{cpu_ratio:.2f} CPU")
+                f"×{rps_ratio:.2f} req/s (rounds {rps_low:.2f}–{rps_high:.2f}), "
+                f"×{cpu_ratio:.2f} CPU (rounds {cpu_low:.2f}–{cpu_high:.2f})")
     detail["worst_cpu_ratio"] = round(worst_cpu, 3)
     return Result(name, round(worst_rps, 3), "× FastMCP's requests/s (worst tool count)", baseline, goal,
-                  worst_rps >= 1.0 and worst_cpu <= 1.0, detail)
+                  served_at_least(worst_rps, 1.0) and served_at_most(worst_cpu, 1.0), detail)

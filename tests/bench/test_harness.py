@@ -38,14 +38,21 @@ def test_postgres_figures_skip_with_a_reason_without_database_url():
 def test_the_table_names_every_figure_it_ran():
     table = bench("--only", "candidates_growth", "web_serving").stdout.splitlines()
     assert table[0].split()[:2] == ["name", "value"]
-    figures = [line for line in table[1:] if not line.startswith(" ")]
+    figures = [line for line in table[1:-1] if not line.startswith(" ")]
     assert [line.split()[0] for line in figures] == ["candidates_growth", "web_serving"]
     assert all("skipped: needs PostgreSQL" in line for line in figures)
     # Each figure says what it is measured against: its floor or its peer.
+    assert table[-1] == "bench: 2 figures, 0 met, 0 missed, 2 skipped (candidates_growth, web_serving)"
     against = [line.strip() for line in table[1:] if line.startswith(" ")]
     assert against == ["against: itself at a tenth of the chats",
                        "against: its floor view in the same server (raw SQL, the same writes); candidates also the bare"
                        " view"]
+
+
+def test_an_unknown_figure_is_refused_by_name():
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        bench("--only", "no_such_figure")
+    assert "unknown figure no_such_figure" in refused.value.stderr
 
 
 def test_an_unknown_option_is_refused():
