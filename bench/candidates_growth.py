@@ -1,7 +1,9 @@
 """Candidate discovery as a person's chat history grows, on PostgreSQL.
 
 The grid: how many of the recent chat partners are already members (0, 50, 90, 100 %) × no
-query, a query matching one person in ten, a query matching nobody × a group of 50 and of
+query, a query matching one person in ten, a query matching nobody, a query matching one
+partner only, the oldest (a query searches every chat, so it must find them through an
+index, not by reading the history) × a group of 50 and of
 50,000 members × 1k, 10k and 100k private chats, half on each side of the stored pair. Each
 cell is the time of the whole service call (the group with its size, the candidate query,
 signing the refs) at 10× the chats against itself at the smaller size, measured in
@@ -16,7 +18,9 @@ from .common import Result, paired_medians
 
 SIZES = (1_000, 10_000, 100_000)
 DENSITIES = (0, 50, 90, 100)
-QUERIES = (("none", None), ("matching", "kim"), ("nobody", "zzz"))
+QUERIES = (("none", None), ("matching", "kim"), ("nobody", "zzz"), ("the oldest partner", "quill"))
+# The oldest partner of each scene is called Quill: one account a scene, never a member.
+OLDEST = "Quill"
 GROUP_SIZES = (50, 50_000)
 # The chats a density applies to: the newest ones, at least the window the product reads.
 RECENT = 2_000
@@ -56,6 +60,9 @@ def scene(chats: int, filler: list) -> Scene:
     after = _people(f"a{chats}x", chats // 2)
     # Interleaved, so the newest chats are on both sides.
     partners = [person for pair in zip(before, after, strict=True) for person in pair]
+    oldest = partners[-1]
+    oldest.display_name = f"{OLDEST} {chats}"
+    Account.objects.filter(pk=oldest.pk).update(display_name=oldest.display_name)
     now = timezone.now()
     PrivateChat.objects.bulk_create([
         PrivateChat(account_low=min(me, p, key=lambda a: a.pk), account_high=max(me, p, key=lambda a: a.pk),
@@ -65,7 +72,8 @@ def scene(chats: int, filler: list) -> Scene:
     for density in DENSITIES:
         for size in GROUP_SIZES:
             group = Group.objects.create(name=f"g{chats}-{density}-{size}")
-            members = [me] + [p for i, p in enumerate(partners[:RECENT]) if _is_member(i, density)][: size - 1]
+            members = [me] + [p for i, p in enumerate(partners[:RECENT])
+                              if _is_member(i, density) and p is not oldest][: size - 1]
             members += filler[: size - len(members)]
             Membership.objects.bulk_create([Membership(group=group, account=m) for m in members], batch_size=BATCH)
             refs[(density, size)] = make_source_ref(account_public_id=me.public_id, group_public_id=group.public_id)

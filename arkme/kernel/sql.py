@@ -137,3 +137,23 @@ class hot_cursor:
             self._own.__exit__(kind, error, trace)
         else:
             self._kept[2] = False
+
+
+def execute_custom_plan(cursor: Any, sql: str, params: Sequence[Any]) -> None:
+    """``cursor.execute(sql, params)``, planned for these values every time on PostgreSQL.
+
+    psycopg prepares a statement run often (``DATABASE_PREPARE_THRESHOLD``), and PostgreSQL
+    then may settle on one generic plan for every value. That is right for most statements
+    and wrong for one whose best plan depends on a value: a name search starts from a name
+    index when the name is rare and reads the person's chats when it is common, and a generic
+    plan chose the chats for every name (600 ms instead of 0.2 ms for a rare one over 100k
+    chats; docs/PERFORMANCE.md). Such a statement is sent unprepared, so it is planned with
+    its values. Where statements are being logged (tests, DEBUG) it goes through Django's
+    cursor as any other, so it is seen and counted.
+    """
+    db = cursor.db
+    if db.vendor == "postgresql" and not db.queries_logged:
+        with db.wrap_database_errors:
+            cursor.cursor.execute(sql, params, prepare=False)
+    else:
+        cursor.execute(sql, params)

@@ -21,8 +21,10 @@ def test_candidates_density_means_members_among_the_recent_chats(postgres):
                                          limit=100)
         return [c.display_name for c in result.candidates]
 
-    assert found(100, 50_000) == [] and len(found(0, 50_000)) == 100
-    assert len(found(50, 50_000)) == 100 and len(found(90, 50_000)) == 20
+    # The oldest partner, Quill, is never a member: the one person the "oldest partner" query finds.
+    assert found(100, 50_000) == ["Quill 200"] and len(found(0, 50_000)) == 100
+    assert len(found(50, 50_000)) == 100 and found(90, 50_000)[-1] == "Quill 200"
+    assert all(found(density, 50_000, "quill") == ["Quill 200"] for density in candidates_growth.DENSITIES)
     assert found(0, 50_000, "zzz") == [] and all(name.startswith("Kim") for name in found(0, 50_000, "kim"))
     # The small group holds its 50: the account, 49 recent partners at 100 %, the rest filler.
     assert found(100, 50)[0] == found(0, 50)[49]
