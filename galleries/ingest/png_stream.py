@@ -2,10 +2,11 @@
 
 A PNG is kept as its image chunks only when, for about the cost of one inflate, it is shown
 to hold exactly its pixels: one IHDR, first, with valid fields; at most one PLTE and one tRNS
-before the image data; one contiguous run of IDAT; a zlib stream that inflates to exactly the
-scanlines the header promises (Adam7 passes included), each starting with a valid filter
-type, and that ends with its Adler-32 checksum at that very byte with nothing after it; IEND
-last. Anything else (data after the stream, a second stream, a stream that inflates past
+before the image data, each valid for the image's type (``png_palette``: a palette image's
+every index is checked against its palette); one contiguous run of IDAT; a zlib stream
+that inflates to exactly the scanlines the header promises (Adam7 passes included), each
+starting with a valid filter type, and that ends with its Adler-32 checksum at that very
+byte with nothing after it; IEND last. Anything else (data after the stream, a second stream, a stream that inflates past
 the rows, a missing checksum or final block, a second header, a bad field, an unknown
 critical chunk, animation) returns None and the image is decoded and encoded again.
 Ancillary chunks (metadata) are dropped. A decoder stops at the last row; a stricter one
@@ -13,9 +14,11 @@ would see what a lenient one skips, so nothing it skips may reach a public galle
 """
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+from .inflate import zlib
+from .png_palette import PALETTE, IndexRows, palette_entries, transparency_valid
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 INFLATE_CHUNK = 1 << 20
@@ -40,16 +43,19 @@ class Header:
     def row_bytes(self, width: int) -> int:
         return (width * self.bit_depth * _CHANNELS[self.colour_type] + 7) // 8
 
-    def rows(self) -> Iterator[int]:
-        """The length of every scanline in stream order, filter byte included."""
+    def row_widths(self) -> Iterator[int]:
+        """The width in pixels of every scanline in stream order (Adam7 passes included)."""
         passes = _ADAM7 if self.interlaced else ((0, 0, 1, 1),)
         for x0, y0, dx, dy in passes:
             width = (self.width - x0 + dx - 1) // dx if self.width > x0 else 0
             height = (self.height - y0 + dy - 1) // dy if self.height > y0 else 0
             if width and height:
-                length = 1 + self.row_bytes(width)
                 for _ in range(height):
-                    yield length
+                    yield width
+
+    def rows(self) -> Iterator[int]:
+        """The length of every scanline in stream order, filter byte included."""
+        return (1 + self.row_bytes(width) for width in self.row_widths())
 
 
 def _header(body: bytes) -> Header | None:
@@ -85,10 +91,15 @@ def _chunks(data: bytes, *, image_crc: bool = True) -> Iterator[tuple[bytes, mem
     yield None
 
 
-def stream_is_exactly_the_image(header: Header, stream: Iterable[bytes | memoryview]) -> bool:
+def stream_is_exactly_the_image(header: Header, stream: Iterable[bytes | memoryview],
+                                palette: int | None = None) -> bool:
     """Inflate in bounded pieces: the output is exactly the promised scanlines, every filter
     type valid, and the stream ends (checksum verified) with nothing after it. ``stream`` is
-    the zlib stream in parts (the IDAT bodies, as they lie in the file), never joined."""
+    the zlib stream in parts (the IDAT bodies, as they lie in the file), never joined.
+    ``palette``: a palette image's number of entries, every index checked against it."""
+    indices = None
+    if palette is not None and palette < 1 << header.bit_depth:  # a full palette names every index
+        indices = IndexRows(header.row_widths(), header.bit_depth, palette)
     rows = header.rows()
     next_row = 0  # offset in the output where the next scanline starts
     expected = sum(header.rows())
@@ -108,6 +119,8 @@ def stream_is_exactly_the_image(header: Header, stream: Iterable[bytes | memoryv
                         if piece[next_row - produced] > 4:
                             return False  # filter types are 0 to 4
                         next_row += next(rows)
+                    if indices is not None and not indices.feed(piece):
+                        return False  # an index past the palette, or a row not checked
                     produced += len(piece)
     except zlib.error:
         return False  # a bad checksum or a corrupt stream
@@ -125,6 +138,7 @@ def png_image_parts(data: bytes) -> list[memoryview] | None:
     idat: list[memoryview] = []
     seen: set[bytes] = set()
     idat_ended = False
+    entries: int | None = None
     for chunk in _chunks(data):
         if chunk is None:
             return None
@@ -136,6 +150,12 @@ def png_image_parts(data: bytes) -> list[memoryview] | None:
             return None  # a second header, palette or transparency
         elif kind in (b"PLTE", b"tRNS") and idat:
             return None  # they come before the image data
+        elif kind == b"PLTE":
+            if (entries := palette_entries(body, header.colour_type, header.bit_depth)) is None:
+                return None  # a palette in a grey or truecolour image, or one of a bad length
+        elif kind == b"tRNS":
+            if not transparency_valid(body, header.colour_type, header.bit_depth, entries):
+                return None  # the palette's opacities come after it
         elif kind == b"IDAT":
             if idat_ended:
                 return None  # a second run of image data
@@ -149,9 +169,9 @@ def png_image_parts(data: bytes) -> list[memoryview] | None:
             kept.append(whole)
         if kind == b"IEND":
             break
-    if header is None or not idat or b"IEND" not in seen or (header.colour_type == 3 and b"PLTE" not in seen):
+    if header is None or not idat or b"IEND" not in seen or (header.colour_type == PALETTE and entries is None):
         return None
-    if not stream_is_exactly_the_image(header, idat):
+    if not stream_is_exactly_the_image(header, idat, entries):
         return None
     return kept
 

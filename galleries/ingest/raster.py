@@ -33,13 +33,18 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from PIL import ExifTags, Image, ImageCms, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
-from arkme.kernel.errors import ContentRejected, ErrorCode
+from arkme.kernel.errors import ErrorCode
 from arkme.kernel.native_memory import limit_malloc_arenas
 from arkme.kernel.text import size_text
 
+from .colour import check_palette, converts_to_itself
+from .colour import check_profile as _check_profile
+from .colour import to_srgb as _to_srgb
 from .png_stream import PNG_SIGNATURE, joined_parts, png_image_parts, png_metadata_only
+from .rejection import ImageRejected as ImageRejected  # its home before rejection.py
+from .rejection import unreadable_profile
 
 MAX_SOURCE_BYTES = 5 * 1024 * 1024
 MAX_STORED_BYTES = 5 * 1024 * 1024
@@ -52,7 +57,6 @@ MAX_JPEG_SCANS = 64
 _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8), 0xD8, 0xD9})
 
 PILLOW_FORMATS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "gif": "GIF"}
-_SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
 # Pillow modes libvips takes for each format: 8-bit colour or grey, with alpha where the
 # format has it. CMYK and 16-bit images, palettes and GIFs stay with Pillow.
 _VIPS_MODES = {"jpeg": frozenset({"RGB", "L"}), "webp": frozenset({"RGB", "RGBA"}),
@@ -102,13 +106,6 @@ class _EncodedOutput:
             return None
         data, self.kept = b"".join(self.kept), None
         return data
-
-
-class ImageRejected(ContentRejected):
-    """422 with a stable code, naming the argument the image came from."""
-
-    def __init__(self, code: ErrorCode, message: str, field: str | None = None) -> None:
-        super().__init__(message, code=code, details={"fields": [field]} if field else None)
 
 
 def sniff(data: bytes, field: str | None = None) -> str:
@@ -176,27 +173,6 @@ def _check_decode_cost(data: bytes, fmt: str, field: str | None) -> None:
                                 f"A JPEG may have at most {MAX_JPEG_SCANS} scans.", field)
 
 
-def _to_srgb(image: Image.Image, field: str | None) -> Image.Image:
-    # Without a profile the pixels are taken as sRGB; a CMYK JPEG is converted by the encoder.
-    icc = image.info.get("icc_profile")
-    if icc:
-        try:
-            source = ImageCms.ImageCmsProfile(io.BytesIO(icc))
-            mode = "RGBA" if image.mode in ("RGBA", "LA", "PA") else "RGB"
-            if image.mode not in ("RGB", "RGBA", "CMYK", "L"):
-                image = image.convert("RGBA" if mode == "RGBA" else "RGB")
-            if image.mode == mode:
-                # The decoded pixels are this function's own: converting them where they lie
-                # keeps a second full-size copy out of memory.
-                ImageCms.profileToProfile(image, source, _SRGB, outputMode=mode, inPlace=True)
-            else:
-                converted = ImageCms.profileToProfile(image, source, _SRGB, outputMode=mode)
-                image = converted if converted is not None else image
-        except (ImageCms.PyCMSError, OSError, ValueError) as exc:
-            raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field) from exc
-    return image
-
-
 def _encode(image: Image.Image, fmt: str) -> bytes:
     image.info = {}  # nothing of the source's metadata may be written back
     out = io.BytesIO()
@@ -222,7 +198,8 @@ def _orientation(image: Image.Image, data: bytes, fmt: str) -> int | None:
     if fmt != "png":
         value = image.getexif().get(ExifTags.Base.Orientation, 1)
     else:
-        if len(data) < 26 or data[12:16] != b"IHDR" or data[24] != 8:  # 16-bit: Pillow's mode does not say
+        # 16-bit grey: Pillow's mode does not say; 16-bit colour libvips takes to 8 bits as Pillow.
+        if len(data) < 26 or data[12:16] != b"IHDR" or (data[24] != 8 and data[25] not in (2, 3, 6)):
             return None
         metadata = png_metadata_only(data)
         if metadata is None:
@@ -234,18 +211,6 @@ def _orientation(image: Image.Image, data: bytes, fmt: str) -> int | None:
         except (OSError, SyntaxError, ValueError, EOFError):
             return None
     return value if value in range(2, 9) else 1
-
-
-def _check_profile(icc: bytes, mode: str, field: str | None) -> None:
-    """A profile libvips would convert from must be one Pillow can read, for the image's
-    colour space: libvips ignores a corrupt one with a warning, and the pixels would be stored
-    unconverted where the Pillow path refuses the image."""
-    try:
-        profile = ImageCms.ImageCmsProfile(io.BytesIO(icc)).profile
-    except (ImageCms.PyCMSError, OSError, ValueError) as exc:
-        raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field) from exc
-    if profile.xcolor_space.strip() != ("GRAY" if mode in ("L", "LA") else "RGB"):
-        raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field)
 
 
 @functools.cache
@@ -294,6 +259,8 @@ def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
         # first, and that copy sat beside the decoded image.
         load = getattr(pyvips.Image, f"{fmt}load_source")  # jpegload_source, webpload_source, pngload_source
         image = load(pyvips.Source.new_from_memory(data), access="sequential", fail_on="truncated")
+        if image.format == "ushort":  # a 16-bit colour PNG, to 8 bits as Pillow reads it
+            image = image.colourspace("srgb")
         if orientation != 1:
             image = image.copy_memory()
         image = _vips_upright(image, orientation)
@@ -303,7 +270,7 @@ def _vips_normalise(data: bytes, fmt: str, orientation: int, has_profile: bool,
         try:
             image = image.icc_transform("srgb", embedded=True, intent="perceptual")
         except pyvips.Error as exc:
-            raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field) from exc
+            raise unreadable_profile(field) from exc
     output = _EncodedOutput(keep)
     target = pyvips.TargetCustom()
     target.on_write(output.write)
@@ -361,16 +328,20 @@ def normalise_raster(data: bytes, fmt: str, field: str | None = None, *, keep: b
                 raise ImageRejected(ErrorCode.ANIMATED_IMAGE, "Animated images are not accepted.", field)
             vips = None
             keep_as_is = False
+            icc = image.info.get("icc_profile")
             if image.mode in _VIPS_MODES.get(fmt, ()) and (orientation := _orientation(image, data, fmt)):
-                icc = image.info.get("icc_profile")
-                if fmt != "png" or orientation != 1 or icc:
-                    if icc:
-                        _check_profile(icc, image.mode, field)
-                    vips = (orientation, bool(icc))
+                if icc:
+                    _check_profile(icc, image.mode, field)
+                # An sRGB profile's transform changes nothing (colour.py): it is skipped.
+                converts = bool(icc) and not converts_to_itself(icc, "vips")
+                if fmt != "png" or orientation != 1 or converts:
+                    vips = (orientation, converts)
                 else:
-                    # An upright PNG without a profile may be kept as it is, if the stream
-                    # check below proves it is exactly its image.
+                    # An upright PNG without a profile (or with an sRGB one) may be kept as it
+                    # is, if the stream check below proves it is exactly its image.
                     keep_as_is = True
+            elif fmt == "png" and image.mode == "P" and not icc and _orientation(image, data, fmt) == 1:
+                keep_as_is = True  # an upright palette PNG: its indices are checked in the stream
             if vips is None and not keep_as_is:
                 image.load()
                 # exif_transpose also reads an orientation given in XMP.
@@ -398,6 +369,8 @@ def normalise_raster(data: bytes, fmt: str, field: str | None = None, *, keep: b
             return _kept_png(parts, data, width, height, field, keep)
         # Rare: the chunks must be re-encoded, from pixels Pillow decodes and so proves.
         image = _decoded_upright_png(data, field)
+    if fmt == "png":
+        check_palette(image, field)
     clean = _encode(_to_srgb(image, field), fmt)
     if len(clean) > MAX_STORED_BYTES:
         raise _too_large_to_store(field)

@@ -17,6 +17,16 @@ from galleries.ingest.raster import normalise_raster, process_raster
 W, H = 400, 320
 
 
+@pytest.fixture(autouse=True, params=["zlib-ng", "zlib"])
+def inflater(request, monkeypatch):
+    """Every test here on both inflaters: zlib-ng's (``galleries.ingest.inflate``) and the
+    standard module it falls back to."""
+    from zlib_ng import zlib_ng
+
+    monkeypatch.setattr(png_stream, "zlib", zlib_ng if request.param == "zlib-ng" else zlib)
+    return request.param
+
+
 def chunk(kind: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 

@@ -185,9 +185,17 @@ def test_png_with_a_colour_profile_is_converted_not_kept():
     def idat(data):
         return [payload for kind, payload in images.png_chunks(data) if kind == b"IDAT"]
 
-    source = images.png_with_text_and_icc()
+    from tests.galleries.test_image_wins import _p3
+
+    out = io.BytesIO()
+    Image.new("RGB", (400, 400), (120, 10, 10)).save(out, "PNG", icc_profile=_p3())
+    source = out.getvalue()
     clean, _, _ = process_raster(source, "png")
     assert idat(clean) != idat(source) and "icc_profile" not in Image.open(io.BytesIO(clean)).info
+    # An sRGB profile converts to itself: the PNG is kept, without the profile.
+    tagged = images.png_with_text_and_icc()
+    clean, _, _ = process_raster(tagged, "png")
+    assert idat(clean) == idat(tagged) and "icc_profile" not in Image.open(io.BytesIO(clean)).info
     plain = images.png_with_metadata()
     assert idat(process_raster(plain, "png")[0]) == idat(plain)
 
@@ -272,9 +280,12 @@ def test_the_scan_count_skips_marker_bytes_inside_headers_and_entropy_data():
 def test_colour_conversion_in_place_gives_the_pixels_a_copy_would(mode):
     from PIL import ImageCms
 
-    from galleries.ingest.raster import _SRGB, _to_srgb
+    from galleries.ingest.colour import SRGB as _SRGB
+    from galleries.ingest.raster import _to_srgb
 
-    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    from tests.galleries.test_image_wins import _p3
+
+    icc = _p3()  # an sRGB profile's transform is skipped: it changes nothing
     image = Image.frombytes(mode, (64, 64), bytes(range(256)) * (64 * 64 * len(mode) // 256))
     image.info["icc_profile"] = icc
     expected = ImageCms.profileToProfile(image, ImageCms.ImageCmsProfile(io.BytesIO(icc)), _SRGB, outputMode=mode)
