@@ -112,6 +112,45 @@ def noise_png(seed: int) -> bytes:
     return out.getvalue()
 
 
+def _p3() -> bytes:
+    """Display P3, libvips' built-in profile: what a phone tags its pictures with."""
+    import pyvips
+
+    image = pyvips.Image.black(8, 8, bands=3).copy(interpretation="srgb").icc_transform("p3")
+    return bytes(image.get("icc-profile-data"))
+
+
+def palette_png(seed: int, *, turned: bool = False) -> bytes:
+    """A 4096×4096 palette PNG of 200 colours (a chart or illustration exported with a
+    palette), 8 bits an index; ``turned`` adds an EXIF orientation and a Display P3 profile."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("P", (4096, 4096), 0)
+    image.putpalette(bytes(v for i in range(200) for v in (i * 37 % 256, (i * 91 + seed) % 256, i * 13 % 256)))
+    draw = ImageDraw.Draw(image)
+    digest = hashlib.shake_256(f"palette{seed}".encode()).digest(4 * 400)
+    for k in range(400):
+        x, y = digest[4 * k] * 16, digest[4 * k + 1] * 16
+        draw.rectangle((x, y, x + digest[4 * k + 2] * 4, y + 64), fill=digest[4 * k + 3] % 200)
+    extra = {"exif": _exif(6), "icc_profile": _p3()} if turned else {}
+    out = io.BytesIO()
+    image.save(out, "PNG", compress_level=6, **extra)
+    return out.getvalue()
+
+
+def rgba16_png(seed: int) -> bytes:
+    """A 4096×4096 16-bit RGBA PNG in flat bands, turned by EXIF, with a Display P3 profile:
+    the costliest 16-bit input the limits allow (a smooth 16-bit gradient passes 5 MiB)."""
+    import pyvips
+
+    band = (pyvips.Image.xyz(4096, 4096)[0] / 1024).cast("uchar")  # four vertical bands
+    image = (band * 12000 + seed).bandjoin([band * 3000 + 20000, 40000 - band * 9000, band * 0 + 60000])
+    image = image.cast("ushort").copy(interpretation="rgb16")
+    image.set_type(pyvips.GValue.blob_type, "icc-profile-data", _p3())
+    image.set_type(pyvips.GValue.blob_type, "exif-data", _exif(6))
+    return bytes(image.pngsave_buffer(compression=6, keep="icc,exif"))
+
+
 def _svg(name: str) -> Callable[[int], bytes]:
     def make(seed: int) -> bytes:
         # A comment makes each seed's source different; the rendering is the same work.
@@ -131,4 +170,10 @@ KINDS = [
     Kind("svg 300 paths", "svg", _svg("300 paths"), "svg"),
     Kind("svg gradients", "svg", _svg("gradients"), "svg"),
 ]
-KIND = {kind.name: kind for kind in KINDS}
+# Pillow's path until 2026-12-06 (palettes, 16-bit colour): in peak_memory and libvips_peer.
+PILLOW_PATH_KINDS = [
+    Kind("palette png 4096²", "kept", palette_png, "png"),
+    Kind("palette png 4096², turned, P3", "encoded", lambda seed: palette_png(seed, turned=True), "png"),
+    Kind("rgba 16-bit png 4096², turned, P3", "encoded", rgba16_png, "png"),
+]
+KIND = {kind.name: kind for kind in [*KINDS, *PILLOW_PATH_KINDS]}

@@ -24,6 +24,10 @@ WORST = [
     "photo jpeg 12 Mpx, turned, ICC",
     "photo jpeg 12 Mpx, upright",
     "noise png 1180²",
+    # Pillow's path until 2026-12-06: palettes and 16-bit colour.
+    "palette png 4096²",
+    "palette png 4096², turned, P3",
+    "rgba 16-bit png 4096², turned, P3",
 ]
 
 
