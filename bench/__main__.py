@@ -29,6 +29,8 @@ ORDER = [
     ("sessions_growth", "bench.sessions_growth", True),
     ("audit_growth", "bench.audit_growth", True),
     ("peak_memory", "bench.peak_memory", False),
+    ("extensions_growth", "bench.extensions_growth", False),
+    ("confirm_growth", "bench.confirm_growth", False),
     ("web_serving", "bench.web_serving", True),
     ("mcp_tools_list", "bench.mcp_tools_list", False),
     ("mcp_call", "bench.mcp_call", False),
