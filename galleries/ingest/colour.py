@@ -21,6 +21,7 @@ from PIL import Image, ImageCms
 from arkme.kernel.errors import ErrorCode
 
 from .rejection import ImageRejected, unreadable_profile
+from .vips import libvips
 
 SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
 _GRID = range(0, 256, 17)  # 0, 17, …, 255
@@ -39,9 +40,7 @@ def _probe() -> bytes:
 
 
 def _vips_converted(icc: bytes, probe: bytes) -> bytes:
-    from .raster import _pyvips
-
-    pyvips = _pyvips()
+    pyvips = libvips()
     image = pyvips.Image.new_from_memory(probe, len(probe) // 3, 1, 3, "uchar").copy(interpretation="srgb")
     image.set_type(pyvips.GValue.blob_type, "icc-profile-data", icc)
     return bytes(image.icc_transform("srgb", embedded=True, intent="perceptual").write_to_memory())

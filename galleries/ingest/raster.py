@@ -25,18 +25,15 @@ limit instead of finishing an output that would be refused.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 import warnings
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 from arkme.kernel.errors import ErrorCode
-from arkme.kernel.native_memory import limit_malloc_arenas
 from arkme.kernel.text import size_text
 
 from .colour import check_palette, converts_to_itself
@@ -45,6 +42,7 @@ from .colour import to_srgb as _to_srgb
 from .png_stream import PNG_SIGNATURE, joined_parts, png_image_parts, png_metadata_only
 from .rejection import ImageRejected as ImageRejected  # its home before rejection.py
 from .rejection import unreadable_profile
+from .vips import libvips as _pyvips
 
 MAX_SOURCE_BYTES = 5 * 1024 * 1024
 MAX_STORED_BYTES = 5 * 1024 * 1024
@@ -211,21 +209,6 @@ def _orientation(image: Image.Image, data: bytes, fmt: str) -> int | None:
         except (OSError, SyntaxError, ValueError, EOFError):
             return None
     return value if value in range(2, 9) else 1
-
-
-@functools.cache
-def _pyvips() -> ModuleType:
-    """libvips, started in the process that first processes a photograph: a Celery parent
-    that forks its children never starts it, and no child inherits its threads."""
-    # Before libvips' first thread: what its decoder frees, its encoder may then reuse.
-    limit_malloc_arenas()
-    import pyvips
-
-    # libvips keeps recent operations and their pixels for reuse; an upload is never
-    # processed twice in a row, so the cache would only hold decoded images after their call.
-    pyvips.cache_set_max(0)
-    module: ModuleType = pyvips  # untyped: its stubs do not exist
-    return module
 
 
 def _vips_upright(image: Any, orientation: int) -> Any:

@@ -58,8 +58,8 @@ def test_threads_share_one_arena_once_capped():
 def test_the_first_photograph_a_process_decodes_caps_the_arenas_first():
     setup = ("os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'arkme.settings')\n"
              "os.environ.setdefault('DJANGO_SECRET_KEY', 'test')\n"
-             "from galleries.ingest.raster import _pyvips\n"
-             "_pyvips()")
+             "from galleries.ingest.vips import libvips\n"
+             "libvips()")
     assert arenas_after(setup) == 1
 
 
