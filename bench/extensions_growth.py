@@ -89,7 +89,7 @@ def run(*, rounds: int = 41) -> Result:
                      for low, high in (BOTTOM, TOP)}
     return Result(
         "extensions_growth", round(marginal, 3), "× the cost an extension adds, 25→50 against 1→25",
-        f"arkme_context through execute, {ITEMS} images an extension, itself near the bottom of the curve",
+        f"arkme_context through execute, {ITEMS} images an extension, itself over the lower half of the curve",
         f"≤ {GOAL:g}× per extension; session view ≤ {FLAT:g}× at 50 against 1; statements the same at every size",
         met, {"arkme_context ms": {size: round(t * 1000, 3) for size, t in sorted(context_s.items())},
               "cost an extension adds": per_extension,
