@@ -16,6 +16,7 @@ from galleries.ingest import colour, inflate, png_stream, raster
 from galleries.ingest.png_stream import PNG_SIGNATURE, png_image_chunks
 from galleries.ingest.raster import ImageRejected, normalise_raster, process_raster
 from galleries.models import Blob
+from tests.support import images
 
 W, H = 400, 330  # 330 rows of 400 pixels: at 1, 2 and 4 bits a row ends in whole bytes; 333 wide does not
 
@@ -136,9 +137,7 @@ def _photo(size) -> Image.Image:
 
 
 def _p3() -> bytes:
-    pyvips = raster._pyvips()
-    image = pyvips.Image.black(8, 8, bands=3).copy(interpretation="srgb").icc_transform("p3")
-    return bytes(image.get("icc-profile-data"))
+    return images.p3_profile()
 
 
 def _srgb() -> bytes:

@@ -185,10 +185,9 @@ def test_png_with_a_colour_profile_is_converted_not_kept():
     def idat(data):
         return [payload for kind, payload in images.png_chunks(data) if kind == b"IDAT"]
 
-    from tests.galleries.test_image_wins import _p3
 
     out = io.BytesIO()
-    Image.new("RGB", (400, 400), (120, 10, 10)).save(out, "PNG", icc_profile=_p3())
+    Image.new("RGB", (400, 400), (120, 10, 10)).save(out, "PNG", icc_profile=images.p3_profile())
     source = out.getvalue()
     clean, _, _ = process_raster(source, "png")
     assert idat(clean) != idat(source) and "icc_profile" not in Image.open(io.BytesIO(clean)).info
@@ -283,9 +282,8 @@ def test_colour_conversion_in_place_gives_the_pixels_a_copy_would(mode):
     from galleries.ingest.colour import SRGB as _SRGB
     from galleries.ingest.raster import _to_srgb
 
-    from tests.galleries.test_image_wins import _p3
 
-    icc = _p3()  # an sRGB profile's transform is skipped: it changes nothing
+    icc = images.p3_profile()  # an sRGB profile's transform is skipped: it changes nothing
     image = Image.frombytes(mode, (64, 64), bytes(range(256)) * (64 * 64 * len(mode) // 256))
     image.info["icc_profile"] = icc
     expected = ImageCms.profileToProfile(image, ImageCms.ImageCmsProfile(io.BytesIO(icc)), _SRGB, outputMode=mode)

@@ -6,7 +6,6 @@ import http.client
 import json
 import os
 import socket
-import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 

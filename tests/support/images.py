@@ -150,3 +150,11 @@ def dashed_rings(count: int = 400) -> bytes:
     """Valid and small, but seconds of work for cairo."""
     return svg("".join(f'<circle cx="500" cy="500" r="{100 + i}" fill="none" stroke="red" stroke-width="1" '
                        f'stroke-dasharray="0.02 0.02"/>' for i in range(count)), 'viewBox="0 0 1000 1000"')
+
+
+def p3_profile() -> bytes:
+    """A Display P3 ICC profile (libvips' own): a profile whose transform to sRGB changes colours."""
+    from galleries.ingest.vips import libvips
+
+    image = libvips().Image.black(8, 8, bands=3).copy(interpretation="srgb").icc_transform("p3")
+    return bytes(image.get("icc-profile-data"))
