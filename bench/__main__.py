@@ -87,15 +87,16 @@ def _run_here(module: str) -> dict:
     return importlib.import_module(module).run().as_dict()
 
 
-def _counted(names: list[str]) -> list[dict]:
-    """The instruction-counted figures, in one counted program; skipped without valgrind."""
-    from .counted import FIGURES, run
+def _counted(names: list[str], *, quick: bool = False) -> list[dict]:
+    """The instruction-counted figures, in one counted program; skipped without valgrind.
+    ``quick``: ``prepare_confirm`` on one kind per path (``CI_KINDS``)."""
+    from .counted import CI_KINDS, FIGURES, run
 
     if shutil.which("valgrind") is None:
         return [{"name": name, "value": None, "unit": "", "goal": FIGURES[name].goal_text if name in FIGURES
                  else "≤ 1.2× on every kind", "baseline": "instructions under cachegrind", "met": None,
                  "skipped": "needs valgrind (Debian package valgrind)"} for name in names]
-    return [result.as_dict() for result in run(names)]
+    return [result.as_dict() for result in run(names, kinds=CI_KINDS if quick else None)]
 
 
 def _failed(name: str, error: BaseException) -> dict:
@@ -108,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--json", action="store_true", help="print one JSON list")
     parser.add_argument("--only", nargs="*", help="names of the benchmarks to run")
-    parser.add_argument("--ci", action="store_true", help="the quick gated subset: " + ", ".join(CI))
+    parser.add_argument("--ci", action="store_true",
+                        help="the quick gated subset (prepare_confirm on one kind per path): " + ", ".join(CI))
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     modules = {name: module for name, module, _ in ORDER}
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         if module == COUNTED:
             if name == counted[0]:
                 try:
-                    results.extend(_counted(counted))
+                    results.extend(_counted(counted, quick=options.ci))
                 except Exception as error:  # reported as a miss; the run goes on
                     results.extend(_failed(n, error) for n in counted)
                 if not options.json:

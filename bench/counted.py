@@ -119,6 +119,11 @@ def small_kinds() -> dict[str, Callable[[int], bytes]]:
     }
 
 
+# The quick subset's kinds (``python -m bench --ci``): one per path the product takes, kept,
+# encoded (turned, with a profile) and SVG; every kind runs in the full ``make bench``.
+CI_KINDS = ["photo jpeg, turned, ICC", "screenshot png", "svg simple"]
+
+
 def _extension(kind: str) -> str:
     return "svg" if kind.startswith("svg") else {"jpeg": "jpg", "webp": "webp"}.get(kind.split()[1], "png")
 

@@ -19,8 +19,10 @@ names its tag in a file, and a process it starts counts for it), so:
   the brackets is reported as the measurement's spread;
 - between children a janitor child puts the database and the stored files back as the set-up
   left them (its own count is not used), so every child starts from the same state;
-- processes a child starts (the SVG render process) run under cachegrind too
-  (``--trace-children=yes``), and are summed into the child's count.
+- Python processes a child starts (the SVG render process) run under cachegrind too
+  (``--trace-children=yes``), and are summed into the child's count; system programs
+  (the compiler, linker and ``ldconfig`` that ``ctypes.util.find_library`` runs, a shell)
+  are not counted.
 
 The server a figure talks to is in-process (SQLite): nothing counted runs in another
 program. ``bench/counted.py`` holds the arms and the figures.
@@ -88,7 +90,12 @@ def interpreter() -> str:
 
 
 def valgrind_command(out_folder: Path, argv: list[str]) -> list[str]:
-    return ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes", "--error-exitcode=0",
+    # Programs the interpreter runs besides Python (the C compiler and ldconfig that
+    # ctypes.util.find_library runs when cairo is loaded, at a warm-up) run uncounted: they
+    # are no part of a request, and under valgrind they cost minutes.
+    return ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
+            "--trace-children-skip=*/gcc*,*/cc,*/*-gcc*,*/cc1,*/collect2,*/ld,*/ld.*,*/ldconfig*,*/objdump,*/sh,*/dash,*/bash",
+            "--error-exitcode=0",
             f"--log-file={out_folder}/valgrind.%p.log", f"--cachegrind-out-file={out_folder}/cg.%p", interpreter(), *argv]
 
 

@@ -46,7 +46,11 @@ def fake_figures(monkeypatch):
         return _figure(name, outcomes.get(name, True))
 
     monkeypatch.setattr(harness, "_run_here", run_here)
-    monkeypatch.setattr(harness, "_counted", lambda names: [_figure(n, outcomes.get(n, True)) for n in names])
+    def counted(names: list[str], *, quick: bool = False) -> list[dict]:
+        outcomes["quick"] = quick
+        return [_figure(n, outcomes.get(n, True)) for n in names]
+
+    monkeypatch.setattr(harness, "_counted", counted)
     monkeypatch.setattr(harness, "_postgres_url", lambda: None)
     return outcomes
 
@@ -80,3 +84,11 @@ def test_the_ci_subset_is_the_instruction_counted_figures(fake_figures, capsys):
                           "ir_tools_growth", "ir_prepare_confirm"]
     assert harness.main(["--ci"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"bench: {len(harness.CI)} figures, {len(harness.CI)} met, 0 missed"
+    assert fake_figures["quick"] is True  # prepare_confirm on one kind per path
+
+
+def test_the_ci_kinds_take_each_path_once():
+    from bench.counted import CI_KINDS, small_kinds
+
+    assert set(CI_KINDS) <= set(small_kinds())
+    assert [kind.split()[0] for kind in CI_KINDS] == ["photo", "screenshot", "svg"]
