@@ -144,34 +144,22 @@ def prepare(folder: Path, kinds: list[str]) -> None:
     from arkme.conversations.clients import dsh_client_create
     from arkme.conversations.models import AgentSession
     from arkme.conversations.sessions import session_open, session_set_attachments
-    from galleries.models import Blob, GalleryItem
     from galleries.services.extensions import extension_create
-    from groups.models import Group, Membership
-    from groups.refs import make_source_ref
-    from groups.services import private_chat_ensure
+
+    from .web_serving import EXTENSIONS as WORLD_EXTENSIONS
+    from .web_serving import account_world
 
     call_command("migrate", verbosity=0, interactive=False)
-    client, key = dsh_client_create(name="bench-counted")
-    me = Account.objects.create(display_name="Counted bench")
-    blobs = Blob.objects.bulk_create([Blob(sha256=f"{i:064x}", size=1000 + i, width=640, height=480, format="png")
-                                      for i in range(4)])
-    for i in range(EXTENSIONS):
-        gallery = extension_create(owner=me, name=f"Extension {i}").gallery
-        GalleryItem.objects.bulk_create([GalleryItem(gallery=gallery, blob=b, position=p + 1)
-                                         for p, b in enumerate(blobs)])
-    groups = [Group.objects.create(name=f"group {i}") for i in range(5)]
-    Membership.objects.bulk_create([Membership(group=g, account=me) for g in groups])
-    for i in range(60):
-        private_chat_ensure(a=me, b=Account.objects.create(display_name=f"Friend {i}"))
-    session = session_open(client=client, account=me.public_id).public_id
+    assert WORLD_EXTENSIONS == EXTENSIONS, "the figures' names count the world's extensions"
+    base = account_world("counted")
+    client, me = base["client"], base["account"]
     stale = AgentSession.objects.bulk_create([AgentSession(client=client, account=me, profile="business")
                                               for _ in range(STALE_POOL)])
     mcp_session = session_open(client=client, account=me.public_id, profile="hybrid").public_id
     session_set_attachments(client=client, public_id=mcp_session, mounted=True)
     world: dict[str, Any] = {
-        "key": key, "session": session, "stale": [s.public_id for s in stale], "mcp_session": mcp_session,
-        "source_ref": make_source_ref(account_public_id=me.public_id, group_public_id=groups[0].public_id),
-        "adds": {}}
+        "key": base["key"], "session": base["session"], "stale": [s.public_id for s in stale],
+        "mcp_session": mcp_session, "source_ref": base["source_ref"], "adds": {}}
     makers = small_kinds()
     from django.conf import settings
 

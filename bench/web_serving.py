@@ -83,12 +83,12 @@ def script(folder: Path, name: str, method: str, headers: dict[str, str], body: 
     return file
 
 
-def world() -> dict[str, Any]:
-    """A client, an account with 20 extensions (four images each) and five groups, its main
-    session, 10,000 more sessions for the round robin and 30,000 for the stale path."""
+def account_world(name: str) -> dict[str, Any]:
+    """A client and an account with ``EXTENSIONS`` extensions (four images each), five groups and
+    60 private chats, and its main session: what the served and the counted figures call on.
+    Returns the client, its key, the account, the session and a ``source_ref`` of the first group."""
     from arkme.accounts.models import Account
     from arkme.conversations.clients import dsh_client_create
-    from arkme.conversations.models import AgentSession
     from arkme.conversations.sessions import session_open
     from galleries.models import Blob, GalleryItem
     from galleries.services.extensions import extension_create
@@ -96,8 +96,8 @@ def world() -> dict[str, Any]:
     from groups.refs import make_source_ref
     from groups.services import private_chat_ensure
 
-    client, key = dsh_client_create(name="bench-web")
-    me = Account.objects.create(display_name="Web bench")
+    client, key = dsh_client_create(name=f"bench-{name}")
+    me = Account.objects.create(display_name=f"{name.capitalize()} bench")
     blobs = Blob.objects.bulk_create([Blob(sha256=f"{i:064x}", size=1000 + i, width=640, height=480, format="png")
                                       for i in range(4)])
     for i in range(EXTENSIONS):
@@ -108,12 +108,23 @@ def world() -> dict[str, Any]:
     Membership.objects.bulk_create([Membership(group=g, account=me) for g in groups])
     for i in range(60):
         private_chat_ensure(a=me, b=Account.objects.create(display_name=f"Friend {i}"))
-    session = session_open(client=client, account=me.public_id).public_id
-    rows = AgentSession.objects.bulk_create([AgentSession(client=client, account=me, profile="business")
+    return {"client": client, "key": key, "account": me,
+            "session": session_open(client=client, account=me.public_id).public_id,
+            "source_ref": make_source_ref(account_public_id=me.public_id, group_public_id=groups[0].public_id)}
+
+
+def world() -> dict[str, Any]:
+    """:func:`account_world`, with 10,000 more sessions for the round robin and 30,000 for the
+    stale path."""
+    from arkme.conversations.models import AgentSession
+
+    base = account_world("web")
+    rows = AgentSession.objects.bulk_create([AgentSession(client=base["client"], account=base["account"],
+                                                          profile="business")
                                              for _ in range(ROUND_ROBIN + STALE)], batch_size=5000)
     ids = [r.public_id for r in rows]
-    return {"key": key, "session": session, "round_robin": ids[:ROUND_ROBIN], "stale": ids[ROUND_ROBIN:],
-            "source_ref": make_source_ref(account_public_id=me.public_id, group_public_id=groups[0].public_id)}
+    return {"key": base["key"], "session": base["session"], "round_robin": ids[:ROUND_ROBIN],
+            "stale": ids[ROUND_ROBIN:], "source_ref": base["source_ref"]}
 
 
 def seen(public_ids: list[str], *, ago: timedelta = timedelta(0)) -> None:

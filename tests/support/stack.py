@@ -61,13 +61,34 @@ def _children(pid: int) -> list[int]:
 
 
 @dataclass
-class Web:
-    """One web node: a gunicorn master and its worker processes."""
+class _Process:
+    """A process the stack started, in a process group of its own, logging to a file."""
 
     process: subprocess.Popen
-    port: int
     log: Path
-    key: str
+    # How long a graceful stop may take before the group is killed.
+    grace_seconds = 30
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process.poll() is None:
+            _process_group_kill(self.process, sig)
+            try:
+                self.process.wait(timeout=self.grace_seconds)
+            except subprocess.TimeoutExpired:
+                _process_group_kill(self.process, signal.SIGKILL)
+                self.process.wait(timeout=10)
+
+
+@dataclass
+class Web(_Process):
+    """One web node: a gunicorn master and its worker processes."""
+
+    port: int = 0
+    key: str = ""
+    grace_seconds = 40  # gunicorn's graceful timeout, and a margin
 
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, str, dict]:
         return call(self.port, self.key, method, path, body)
@@ -81,37 +102,10 @@ class Web:
                 return pids
             time.sleep(0.1)
 
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process.poll() is None:
-            _process_group_kill(self.process, sig)
-            try:
-                self.process.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                _process_group_kill(self.process, signal.SIGKILL)
-                self.process.wait(timeout=10)
-
 
 @dataclass
-class Worker:
+class Worker(_Process):
     """A Celery worker process."""
-
-    process: subprocess.Popen
-    log: Path
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process.poll() is None:
-            _process_group_kill(self.process, sig)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                _process_group_kill(self.process, signal.SIGKILL)
-                self.process.wait(timeout=10)
 
 
 @dataclass
@@ -120,7 +114,7 @@ class Stack:
     database: str
     env: dict[str, str]
     world: dict[str, Any]
-    processes: list[Web | Worker] = field(default_factory=list)
+    processes: list[_Process] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -140,7 +134,7 @@ class Stack:
              f"127.0.0.1:{port}", "--workers", str(workers), *options],
             cwd=ROOT, env={**self.env, **env}, stdout=log.open("ab"), stderr=subprocess.STDOUT,
             start_new_session=True)
-        node = Web(process, port, log, self.key)
+        node = Web(process, log, port=port, key=self.key)
         self.processes.append(node)
         wait_until_listening(port, process, lambda: f"gunicorn did not start:\n{node.log_text()[-4000:]}",
                              seconds=30)
