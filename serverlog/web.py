@@ -100,9 +100,10 @@ def install_logging_hub() -> None:
     """Every hub created in this process from now on is a ``LoggingHub`` (gevent's default
     hub class, which each new thread's hub is made of); the current thread's, if it already
     has one, reports through logging too."""
-    from gevent._hub_local import get_hub_if_exists, set_default_hub_class
+    # gevent.hub's own name for it (the stubs miss it), not its internal _hub_local module.
+    from gevent.hub import get_hub, set_default_hub_class  # type: ignore[attr-defined]
 
     set_default_hub_class(LoggingHub)
-    hub = get_hub_if_exists()
-    if hub is not None and not isinstance(hub, LoggingHub):
+    hub = get_hub()  # the worker's, which gevent's worker made before this hook runs
+    if not isinstance(hub, LoggingHub):
         hub.print_exception = LoggingHub.print_exception.__get__(hub)  # type: ignore[method-assign]

@@ -171,8 +171,6 @@ class RequestIdMiddleware:
             exc_info=(type(exc), exc, exc.__traceback__) if exc is not None else None,
             extra={"fields": {"method": method, "route": route, "path": target, "status": status,
                               "duration_ms": round(1000 * (time.monotonic() - started))}})
-        # Django's handler would log the same answer again once the middleware returned.
-        response._has_been_logged = True  # type: ignore[attr-defined]
 
 
 class ServerErrorsLoggedOnce(logging.Filter):
