@@ -369,7 +369,7 @@ def _add_arm(world: dict[str, Any], kind: str, side: str, n: int, store: Path) -
         store.mkdir(parents=True, exist_ok=True)
         for one in order:
             paths = [Path(one["folder"]) / f for f in one["files"]]
-            floor.confirm(paths, floor.prepare(paths), store)
+            floor.confirm(paths, floor.prepare(paths, store), store)
         return
     from arkme.accounts.models import Account
     from arkme.conversations.models import AgentSession, Message

@@ -12,8 +12,10 @@ image and per path:
   the kept chunks; at confirm, read, sha256, the stream check, sha256, one durable write;
 - ``encoded``: read, sha256, decode, turn, colour-convert, encode, sha256; at confirm the
   same again and one durable write (with libvips, as the product does);
-- ``svg``: read, sha256, the restricted-SVG check, render with bare cairosvg, then the
-  ``kept`` work on the rendered PNG; at confirm the same again and one durable write.
+- ``svg``: read, sha256, the restricted-SVG check, render with bare cairosvg, the ``kept``
+  work on the rendered PNG and one durable write of it to a staging folder (the add renders
+  once); at confirm, read, sha256, read the staged render, sha256 (its content address is
+  checked, not trusted), and link it into place.
 
 The stream check and the SVG check are the product's own functions: they are required work
 (refusing hostile input), so the floor runs them as they are. ``tests/bench`` checks that the
@@ -68,6 +70,10 @@ def _png_needs_encoding(data: bytes) -> bool:
     return turned or bool(header.get_typeof("icc-profile-data"))
 
 
+def _is_svg(data: bytes) -> bool:
+    return data.lstrip()[:1] == b"<"  # every raster format starts with its binary signature
+
+
 def _derived_parts(data: bytes) -> list[bytes] | list[memoryview]:
     """The bytes a gallery stores for ``data``, by the shortest route: a kept PNG as views of
     its image chunks in the source (prepare hashes them where they lie, as the product does),
@@ -77,7 +83,7 @@ def _derived_parts(data: bytes) -> list[bytes] | list[memoryview]:
     from galleries.ingest.png_stream import png_image_parts
     from galleries.ingest.svg_sanitise import sanitise_svg
 
-    if not data.startswith((b"\x89PNG", b"\xff\xd8", b"RIFF")):
+    if _is_svg(data):
         safe = sanitise_svg(data)
         data = cairosvg.svg2png(bytestring=safe.data, output_width=safe.width, output_height=safe.height)
     image = Image.open(io.BytesIO(data))
@@ -131,12 +137,25 @@ def durable_write(directory: Path, data: bytes) -> None:
         os.unlink(temporary)
 
 
-def prepare(paths: list[Path]) -> list[tuple[str, str]]:
-    """(source sha256, stored sha256) of each source, one in memory at a time."""
+def staging(store: Path) -> Path:
+    """Where prepare keeps an SVG's render for confirm: beside the store."""
+    folder = store.with_name(f"{store.name}.staging")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def prepare(paths: list[Path], store: Path) -> list[tuple[str, str]]:
+    """(source sha256, stored sha256) of each source, one in memory at a time; an SVG's
+    render is staged for confirm."""
     prepared = []
     for path in paths:
         data = path.read_bytes()
-        prepared.append((hashlib.sha256(data).hexdigest(), fingerprint(data)))
+        if _is_svg(data):
+            rendered = derive(data)
+            durable_write(staging(store), rendered)
+            prepared.append((hashlib.sha256(data).hexdigest(), hashlib.sha256(rendered).hexdigest()))
+        else:
+            prepared.append((hashlib.sha256(data).hexdigest(), fingerprint(data)))
     return prepared
 
 
@@ -145,6 +164,16 @@ def confirm(paths: list[Path], prepared: list[tuple[str, str]], store: Path) -> 
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != source_sha:
             raise ValueError("changed")
+        if _is_svg(data):
+            staged = staging(store) / stored_sha
+            if hashlib.sha256(staged.read_bytes()).hexdigest() != stored_sha:
+                raise ValueError("damaged")
+            try:
+                os.link(staged, store / stored_sha)
+            except FileExistsError:
+                pass
+            staged.unlink()
+            continue
         stored = reproduce(data, stored_sha)
         if hashlib.sha256(stored).hexdigest() != stored_sha:
             raise ValueError("changed")

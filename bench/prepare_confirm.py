@@ -60,7 +60,7 @@ def run(*, kinds: list[str] | None = None, rounds: int = 3) -> Result:
             gallery_confirm_add(account=account, session=session, extension=extension, operation=op)
 
         def baseline(paths=paths):
-            floor.confirm(paths, floor.prepare(paths), store)
+            floor.confirm(paths, floor.prepare(paths, store), store)
 
         def reset():
             # Untimed: the next round stores everything again.
@@ -75,6 +75,7 @@ def run(*, kinds: list[str] | None = None, rounds: int = 3) -> Result:
         ratio = ours / least
         worst = max(worst, ratio)
         detail[kind.name] = f"{ratio:.2f}× ({kind.path}: {ours * 1000:.0f} ms against {least * 1000:.0f} ms)"
+    shutil.rmtree(floor.staging(store), ignore_errors=True)
     shutil.rmtree(store, ignore_errors=True)
     return Result("prepare_confirm", round(worst, 3), "× floor, worst kind",
                   f"the contract's least work per path, {PER_KIND} images of a kind per add",

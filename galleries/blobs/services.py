@@ -1,6 +1,7 @@
 """Blob services: staging, storing through the store task, garbage collection and verification."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable, Sequence
@@ -9,6 +10,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from arkme.kernel.errors import StorageUnavailable
 from arkme.kernel.tasking import run_all_and_wait
 
 from ..ingest.process_image import ProcessedImage, sha256_hex
@@ -18,6 +20,7 @@ from .storage import BLOB_PREFIX, STAGING_PREFIX, THUMBNAIL_PREFIX, blob_key, bl
 from .tasks import store_blob
 
 GC_GRACE = timedelta(hours=1)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,35 @@ def blob_stage(image: ProcessedImage) -> StagedImage:
     if not stored:
         blob_store().put_if_absent(staging_key(image.sha256), image.data)
     return StagedImage(image.sha256, image.width, image.height, image.format, len(image.data), stored)
+
+
+def blob_stage_ahead(image: ProcessedImage) -> bool:
+    """Stage an image a later step will store (an SVG's render at prepare, kept for confirm).
+    Best effort: it only saves work, so a storage fault is logged and answered False, and
+    the later step derives the image again."""
+    try:
+        blob_stage(image)
+    except StorageUnavailable:
+        logger.warning("an image was not staged ahead; it will be derived again")
+        return False
+    return True
+
+
+def blob_staged(sha256: str, width: int, height: int, fmt: str) -> StagedImage | None:
+    """The image with fingerprint ``sha256`` when it is stored already, or staged with exactly
+    those bytes (the staged copy's content address is checked here, not trusted); None
+    otherwise. A storage fault propagates: a confirm that cannot read the store cannot store."""
+    size = Blob.objects.filter(sha256=sha256).values_list("size", flat=True).first()
+    if size is not None:
+        return StagedImage(sha256, width, height, fmt, size, stored=True)
+    try:
+        data = blob_store().read(staging_key(sha256))
+    except FileNotFoundError:
+        return None
+    if sha256_hex(data) != sha256:
+        blob_store().delete(staging_key(sha256))  # damaged: staging the image again must not find it
+        return None
+    return StagedImage(sha256, width, height, fmt, len(data), stored=False)
 
 
 def blobs_store_staged(images: Sequence[StagedImage], *, timeout: float | None = None) -> int:

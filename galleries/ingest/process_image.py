@@ -31,8 +31,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _normalise(data: bytes, field: str | None, keep: bool, account: int | None) -> tuple[Normalised, str]:
-    fmt = sniff(data, field)
+def _normalise(data: bytes, fmt: str, field: str | None, keep: bool, account: int | None) -> tuple[Normalised, str]:
     # Parsing, decoding and encoding hold a thread for up to a second: not the one serving
     # requests. The render waits on its own process (or task) instead.
     if fmt == "svg":
@@ -44,15 +43,20 @@ def _normalise(data: bytes, field: str | None, keep: bool, account: int | None) 
 
 def process_image(data: bytes, field: str | None = None, *, account: int | None = None) -> ProcessedImage:
     """``account``: whose image this is; an SVG's render counts against its renders in flight."""
-    normalised, fmt = _normalise(data, field, keep=True, account=account)
+    normalised, fmt = _normalise(data, sniff(data, field), field, keep=True, account=account)
     return ProcessedImage(data=normalised.kept_bytes(), sha256=normalised.sha256, width=normalised.width,
                           height=normalised.height, format=fmt)
 
 
 def image_facts(data: bytes, field: str | None = None, *, account: int | None = None) -> ImageFacts:
     """The same validation and normalisation as ``process_image``, keeping only the fingerprint:
-    an encoder's output goes into the hash as it is written and is never held whole."""
-    normalised, fmt = _normalise(data, field, keep=False, account=account)
+    an encoder's output goes into the hash as it is written and is never held whole. An SVG
+    is the exception: its render, the costly part of an add, comes back whole (a
+    ``ProcessedImage``) so that the caller can keep it for confirm instead of rendering twice."""
+    fmt = sniff(data, field)
+    if fmt == "svg":
+        return process_image(data, field, account=account)
+    normalised, fmt = _normalise(data, fmt, field, keep=False, account=account)
     return ImageFacts(sha256=normalised.sha256, width=normalised.width, height=normalised.height, format=fmt)
 
 

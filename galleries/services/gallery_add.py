@@ -27,12 +27,19 @@ from arkme.conversations.sessions import session_is_live
 from arkme.kernel.cancellation import cancellation_check
 from arkme.kernel.errors import ArkmeError, Conflict, ContentRejected, DependencyUnavailable, ErrorCode, NotFound
 
-from ..blobs.services import StagedImage, blob_stage, blobs_record, blobs_store_staged
-from ..ingest.process_image import image_facts, reproduce_image
+from ..blobs.services import (
+    StagedImage,
+    blob_stage,
+    blob_stage_ahead,
+    blob_staged,
+    blobs_record,
+    blobs_store_staged,
+)
+from ..ingest.process_image import ProcessedImage, image_facts, reproduce_image
 from ..metrics import counts_refused_images
 from ..models import Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
 from ..selectors import CONFIRMATION, SourceArguments, extension_for_owner, gallery_shas
-from .sources import Handle, SourceGone, read_source, resolve_handles
+from .sources import Handle, SourceBytes, SourceGone, read_source, resolve_handles
 
 TRAILING = "。.!！"
 # The code a later confirm or cancel of an ended operation answers with.
@@ -119,7 +126,9 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
         image = image_facts(read.data, field, account=account.pk)
         prepared.append({"handle": handle, "field": field, "source_sha256": read.sha256,
                          "content_sha256": image.sha256, "width": image.width, "height": image.height,
-                         "format": image.format})
+                         "format": image.format,
+                         # An SVG's render is staged now, so that confirm stores it instead of rendering again.
+                         "staged": isinstance(image, ProcessedImage) and blob_stage_ahead(image)})
         del read, image
     present = set(gallery_shas(target.gallery))
     new = {p["content_sha256"] for p in prepared} - present
@@ -219,15 +228,29 @@ def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extens
             raise _fail(op, changed) from exc
         if now.sha256 != source["source_sha256"]:
             raise _fail(op, changed)
-        image = reproduce_image(now.data, source["field"], content_sha256=source["content_sha256"],
-                                width=source["width"], height=source["height"], account=account.pk)
-        if image.sha256 != source["content_sha256"]:
+        staged = _staged_again(now, source, account)
+        if staged is None:
             raise _fail(op, changed)
-        # Staged as it goes, so only one image is in memory at a time.
-        stored.append(blob_stage(image))
-        del now, image
+        stored.append(staged)
+        del now
     blobs_store_staged(stored)  # 503 on failure: the operation stays pending, a retry stores the rest
     return _commit(op, stored)
+
+
+def _staged_again(now: SourceBytes, source: dict[str, Any], account: AccountIdentity) -> StagedImage | None:
+    """The image prepare made from these unchanged bytes, staged: the render prepare staged,
+    found by its content address, or else the image derived again and checked against it
+    (None when it differs). Staged as it goes, so only one image is in memory at a time."""
+    sha256, width, height = source["content_sha256"], source["width"], source["height"]
+    if source.get("staged"):
+        staged = blob_staged(sha256, width, height, source["format"])
+        if staged is not None:
+            return staged
+    image = reproduce_image(now.data, source["field"], content_sha256=sha256, width=width, height=height,
+                            account=account.pk)
+    if image.sha256 != sha256:
+        return None
+    return blob_stage(image)
 
 
 def _commit(op: PendingOperation, images: list[StagedImage]) -> Confirmed:

@@ -21,10 +21,10 @@ def test_the_floor_stores_what_the_product_stores(kind, gs, tmp_path):
     gs.add_confirmed([name])
     [blob] = Blob.objects.all()
     source = gs.workspace / name
-    prepared = floor.prepare([source])
-    assert prepared == [(hashlib.sha256(data).hexdigest(), blob.sha256)]
     store = tmp_path / "floor-store"
     store.mkdir()
+    prepared = floor.prepare([source], store)
+    assert prepared == [(hashlib.sha256(data).hexdigest(), blob.sha256)]
     floor.confirm([source], prepared, store)
     assert [p.name for p in store.iterdir()] == [blob.sha256]
     # The path the kind names is the one the product takes: only an upright PNG without a

@@ -386,12 +386,18 @@ def test_the_idle_purge_ends_pending_adds(gs, settings):
     assert PendingOperation.objects.get(public_id=operation).status == OperationStatus.EXPIRED
 
 
-def test_a_queue_outage_while_confirm_rereads_an_svg_is_503_and_keeps_the_operation(gs, monkeypatch):
+def test_a_queue_outage_while_confirm_renders_an_svg_again_is_503_and_keeps_the_operation(gs, monkeypatch):
+    import os
+
     from arkme.kernel.errors import QueueUnavailable
+    from galleries.blobs.storage import blob_store, staging_key
     from galleries.ingest import process_image as pipeline
 
     name = gs.write("logo.svg", images.svg())
     operation = result(gs.prepare(source="workspace", workspace_paths=[name]))["operation"]
+    # The prepare's render was collected, so confirm renders again.
+    os.unlink(blob_store().storage.path(staging_key(
+        PendingOperation.objects.get(public_id=operation).sources[0]["content_sha256"])))
     gs.say("确认")
 
     def down(*args, **kwargs):
@@ -450,3 +456,75 @@ def test_prepare_keeps_no_encoded_image_and_confirm_stores_what_prepare_fingerpr
     from galleries.models import Blob
 
     assert Blob.objects.filter(sha256=promised).exists()
+
+
+# --- an SVG is rendered once an add ----------------------------------------------------------
+
+def _counting_renders(monkeypatch):
+    from galleries.ingest import process_image as pipeline
+
+    renders = []
+    real = pipeline.render_png_via_task
+
+    def counted(*args, **kwargs):
+        renders.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "render_png_via_task", counted)
+    return renders
+
+
+def test_an_svg_add_renders_once_and_confirm_stores_the_prepares_render(gs, monkeypatch):
+    from galleries.blobs.storage import blob_key, blob_store
+
+    renders = _counting_renders(monkeypatch)
+    names = [gs.write("a.svg", images.svg()), gs.write("b.svg", images.svg('<rect x="10" y="10" width="50" height="50" fill="blue"/>'))]
+    operation = result(gs.prepare(source="workspace", workspace_paths=names))["operation"]
+    assert len(renders) == 2
+    gs.say("确认")
+    assert result(gs.confirm(operation))["added"] == 2
+    assert len(renders) == 2  # confirm found each render by its content address
+    for source in PendingOperation.objects.get(public_id=operation).sources:
+        stored = blob_store().read(blob_key(source["content_sha256"]))
+        assert __import__("hashlib").sha256(stored).hexdigest() == source["content_sha256"]
+
+
+@pytest.mark.parametrize("damage", ["gone", "damaged"])
+def test_a_staged_render_gone_or_damaged_is_rendered_again(gs, monkeypatch, damage):
+    import hashlib
+
+    from galleries.blobs.storage import blob_key, blob_store, staging_key
+
+    renders = _counting_renders(monkeypatch)
+    operation = result(gs.prepare(source="workspace", workspace_paths=[gs.write("a.svg", images.svg())]))["operation"]
+    sha = PendingOperation.objects.get(public_id=operation).sources[0]["content_sha256"]
+    staged = blob_store().storage.path(staging_key(sha))
+    if damage == "gone":
+        __import__("os").unlink(staged)
+    else:
+        with open(staged, "r+b") as handle:
+            handle.seek(100)
+            handle.write(b"\x00" * 8)
+    gs.say("确认")
+    assert result(gs.confirm(operation))["added"] == 1
+    assert len(renders) == 2
+    assert hashlib.sha256(blob_store().read(blob_key(sha))).hexdigest() == sha
+
+
+def test_a_storage_fault_while_staging_a_render_costs_a_second_render_not_the_prepare(gs, monkeypatch):
+    from arkme.kernel.errors import StorageUnavailable
+    from galleries.blobs import services
+
+    renders = _counting_renders(monkeypatch)
+
+    def down(image):
+        raise StorageUnavailable()
+
+    monkeypatch.setattr(services, "blob_stage", down)
+    operation = result(gs.prepare(source="workspace", workspace_paths=[gs.write("a.svg", images.svg())]))["operation"]
+    assert PendingOperation.objects.get(public_id=operation).sources[0]["staged"] is False
+    monkeypatch.undo()
+    renders = _counting_renders(monkeypatch)
+    gs.say("确认")
+    assert result(gs.confirm(operation))["added"] == 1
+    assert len(renders) == 1
