@@ -379,6 +379,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["toolregistry.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["toolregistry.api.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "toolregistry.api.negotiation.ContentNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "toolregistry.api.exceptions.dsh_exception_handler",
     "UNAUTHENTICATED_USER": None,

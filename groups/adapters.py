@@ -19,8 +19,7 @@ class GroupMemberAdapter:
         found = group_member_candidates(account=account, source_ref=source_ref, query=query, limit=limit)
         return {
             "group": group_view(found.group),
-            "candidates": [{"candidate_ref": c.candidate_ref, "display_name": c.display_name}
-                           for c in found.candidates],
+            "candidates": found.candidates,
             "truncated": found.truncated,
             "scope": found.scope,
         }

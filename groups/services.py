@@ -5,7 +5,7 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -33,7 +33,7 @@ from .models import (
     Role,
 )
 from .refs import candidate_ref_maker, read_candidate_ref
-from .selectors import chats_of, group_and_candidates, group_for_source_ref
+from .selectors import CandidateView, chats_of, group_and_candidates, group_for_source_ref
 from .tasks import deliver_messages
 
 logger = logging.getLogger(__name__)
@@ -61,13 +61,6 @@ def private_chat_ensure(*, a: Account, b: Account) -> PrivateChat:
 
 # --- candidates ------------------------------------------------------------------------------
 
-class Candidate(NamedTuple):
-    # A tuple, not a frozen dataclass: a call builds fifty, and a frozen dataclass's
-    # __init__ sets each field through object.__setattr__ (about a microsecond a candidate).
-    candidate_ref: str
-    display_name: str
-
-
 class Scope:
     """Which chats a candidates call searched."""
 
@@ -78,7 +71,8 @@ class Scope:
 @dataclass(frozen=True)
 class Candidates:
     group: Group
-    candidates: list[Candidate]
+    # Built once as the projection the tool answers with: a call makes fifty.
+    candidates: list[CandidateView]
     truncated: bool
     scope: str
 
@@ -93,7 +87,7 @@ def group_member_candidates(*, account: AccountIdentity, source_ref: str, query:
     candidate_ref = candidate_ref_maker(account_public_id=account.public_id, group_public_id=group.public_id)
     return Candidates(
         group=group,
-        candidates=[Candidate(candidate_ref(chat), name) for chat, name in rows[:limit]],
+        candidates=[{"candidate_ref": candidate_ref(chat), "display_name": name} for chat, name in rows[:limit]],
         truncated=len(rows) > limit,
         scope=Scope.ALL if query else Scope.RECENT,
     )

@@ -39,6 +39,9 @@ def _converters(model: type[Model], names: tuple[str, ...], vendor: str) -> tupl
         found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
         if not found:
             return None
+        if len(found) == 1:  # the usual case: one call, not a fold
+            [only] = found
+            return lambda value: only(value, col, connection)
         return lambda value: functools.reduce(lambda v, c: c(v, col, connection), found, value)
 
     return tuple(converter(name) for name in names)

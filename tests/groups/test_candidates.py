@@ -214,9 +214,9 @@ def test_a_query_finds_an_older_partner_when_every_recent_one_is_a_member():
     unqueried = group_member_candidates(account=me, source_ref=ref)
     assert (unqueried.candidates, unqueried.truncated, unqueried.scope) == ([], False, "recent")
     found = group_member_candidates(account=me, source_ref=ref, query=f"p{window + 1}")
-    assert [c.display_name for c in found.candidates] == [f"P{window + 1}"] and found.scope == "all"
+    assert [c["display_name"] for c in found.candidates] == [f"P{window + 1}"] and found.scope == "all"
     older = group_member_candidates(account=me, source_ref=ref, query="P", limit=1)
-    assert [c.display_name for c in older.candidates] == [f"P{window}"] and older.truncated
+    assert [c["display_name"] for c in older.candidates] == [f"P{window}"] and older.truncated
 
 
 def test_the_result_says_which_chats_were_searched(candidates):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
 from arkme.conversations.clients import client_for_key
@@ -12,17 +12,21 @@ from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_for_key
 from arkme.kernel.errors import NotAuthenticated, NotFound
 
+# The challenge every 401 of the DSH API (REST and MCP) carries.
+WWW_AUTHENTICATE = 'Bearer realm="dsh"'
 
-def _bearer_key(request: Request) -> str | None:
-    header = get_authorization_header(request).split()
-    if not header:
+
+def bearer_key(header: str) -> str | None:
+    """The client key of an ``Authorization`` header, by the one rule both doors use: None
+    without a header; ``Bearer`` (any case) and one ASCII token, else ``NotAuthenticated``."""
+    parts = header.split()
+    if not parts:
         return None
-    if header[0].lower() != b"bearer" or len(header) != 2:
+    if len(parts) != 2 or parts[0].lower() != "bearer":
         raise NotAuthenticated("Use 'Authorization: Bearer <client key>'.")
-    try:
-        return header[1].decode("ascii")
-    except UnicodeDecodeError as exc:
-        raise NotAuthenticated("The client key is not valid.") from exc
+    if not parts[1].isascii():
+        raise NotAuthenticated("The client key is not valid.")
+    return parts[1]
 
 
 class DshClientAuthentication(BaseAuthentication):
@@ -35,7 +39,7 @@ class DshClientAuthentication(BaseAuthentication):
     still 405."""
 
     def authenticate(self, request: Request) -> tuple[DshClient, Any] | None:
-        key = _bearer_key(request)
+        key = bearer_key(request.META.get("HTTP_AUTHORIZATION", ""))
         if key is None:
             return None
         context = request.parser_context or {}
@@ -56,7 +60,7 @@ class DshClientAuthentication(BaseAuthentication):
         return client, client
 
     def authenticate_header(self, request: Request) -> str:
-        return 'Bearer realm="dsh"'
+        return WWW_AUTHENTICATE
 
 
 def request_session(request: Request) -> AgentSession:

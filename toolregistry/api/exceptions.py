@@ -23,6 +23,8 @@ from arkme.kernel.errors import ArkmeError, ErrorCode
 from arkme.kernel.logs import record_server_error
 from arkme.kernel.outages import RETRY_AFTER_SECONDS, current_outage, outage_error, unavailable_response
 
+from .authentication import WWW_AUTHENTICATE
+
 logger = logging.getLogger("arkme.api")
 
 
@@ -62,7 +64,7 @@ def envelope(code: ErrorCode, message: str, status: int, details: dict[str, Any]
 
 def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, ArkmeError):
-        headers = {"WWW-Authenticate": 'Bearer realm="dsh"'} if exc.http_status == 401 else None
+        headers = {"WWW-Authenticate": WWW_AUTHENTICATE} if exc.http_status == 401 else None
         if exc.http_status == 429 and "retry_after_seconds" in exc.details:
             headers = {"Retry-After": str(exc.details["retry_after_seconds"])}
         return Response(exc.as_envelope(), status=exc.http_status, headers=headers)
@@ -73,7 +75,7 @@ def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return envelope(ErrorCode.MALFORMED_REQUEST, "The request body could not be parsed.", 400)
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
         return envelope(ErrorCode.NOT_AUTHENTICATED, "A valid client key is required.", 401,
-                        headers={"WWW-Authenticate": 'Bearer realm="dsh"'})
+                        headers={"WWW-Authenticate": WWW_AUTHENTICATE})
     if isinstance(exc, (drf.PermissionDenied, PermissionDenied)):
         return envelope(ErrorCode.FORBIDDEN, "This is not allowed.", 403)
     if isinstance(exc, (drf.NotFound, Http404)):
