@@ -361,26 +361,31 @@ def _growth_arm(world: dict[str, Any], variant: str, size: str, n: int) -> None:
 
 
 def _add_arm(world: dict[str, Any], kind: str, side: str, n: int, store: Path) -> None:
-    sets = world["adds"][kind]["sets"]
-    order = [sets[-1], *sets[:n]]  # the warm-up's set first
-    if side == "floor":
-        from . import gallery_floors as floor
-
-        store.mkdir(parents=True, exist_ok=True)
-        for one in order:
-            paths = [Path(one["folder"]) / f for f in one["files"]]
-            floor.confirm(paths, floor.prepare(paths, store), store)
-        return
     from arkme.accounts.models import Account
     from arkme.conversations.models import AgentSession, Message
     from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_add
 
+    sets = world["adds"][kind]["sets"]
+    order = [sets[-1], *sets[:n]]  # the warm-up's set first
     account = Account.objects.get(public_id=world["adds"][kind]["account"])
     for number, one in enumerate(order):
+        # Looked up on both sides alike: the arm's, not the add's.
         session = AgentSession.objects.get(public_id=one["session"])
+
+        def say_confirmed(session: Any = session, number: int = number) -> None:
+            Message.objects.create(session=session, message_id=f"m{number}", text="确认")
+
+        if side == "floor":
+            from . import gallery_floors as floor
+            from .gallery_books import Books
+
+            store.mkdir(parents=True, exist_ok=True)
+            floor.add([Path(one["folder"]) / f for f in one["files"]], store,
+                      Books(account.pk, session.pk, one["extension"]), say_confirmed)
+            continue
         op = gallery_prepare_add(account=account, session=session, extension=one["extension"],
                                  source={"source": "workspace", "workspace_paths": one["files"]}).public_id
-        Message.objects.create(session=session, message_id=f"m{number}", text="确认")
+        say_confirmed()
         gallery_confirm_add(account=account, session=session, extension=one["extension"], operation=op)
 
 

@@ -28,8 +28,12 @@ import io
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from PIL import Image
+
+if TYPE_CHECKING:
+    from .gallery_books import Books
 
 
 def _encode(image: Image.Image, fmt: str) -> bytes:
@@ -144,27 +148,48 @@ def staging(store: Path) -> Path:
     return folder
 
 
-def prepare(paths: list[Path], store: Path) -> list[tuple[str, str]]:
-    """(source sha256, stored sha256) of each source, one in memory at a time; an SVG's
-    render is staged for confirm."""
-    prepared = []
+# What prepare learns of each image: (source sha256, stored sha256, width, height, format, size).
+Prepared = tuple[str, str, int, int, str, int]
+
+
+def _facts(parts: list[bytes] | list[memoryview]) -> tuple[int, int, str, int]:
+    """Width, height, format and size of the stored bytes, from their header alone."""
+    head = b"".join(bytes(part[:4096]) for part in parts[:2])
+    size = sum(len(part) for part in parts)
+    if head.startswith(b"\x89PNG"):  # its IHDR: the signature, the chunk's length and type, then both sides
+        return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big"), "png", size
+    with Image.open(io.BytesIO(b"".join(parts))) as image:  # one encoding, opened by its header
+        width, height = image.size
+        fmt = str(image.format).lower()
+    return width, height, fmt, size
+
+
+def prepare(paths: list[Path], store: Path) -> list[Prepared]:
+    """What prepare learns of each source, one in memory at a time; an SVG's render is staged
+    for confirm."""
+    prepared: list[Prepared] = []
     for path in paths:
         data = path.read_bytes()
+        parts = _derived_parts(data)
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(part)
         if _is_svg(data):
-            rendered = derive(data)
-            durable_write(staging(store), rendered)
-            prepared.append((hashlib.sha256(data).hexdigest(), hashlib.sha256(rendered).hexdigest()))
-        else:
-            prepared.append((hashlib.sha256(data).hexdigest(), fingerprint(data)))
+            durable_write(staging(store), b"".join(parts))
+        prepared.append((hashlib.sha256(data).hexdigest(), digest.hexdigest(), *_facts(parts)))
     return prepared
 
 
-def confirm(paths: list[Path], prepared: list[tuple[str, str]], store: Path) -> None:
-    for path, (source_sha, stored_sha) in zip(paths, prepared, strict=True):
+def confirm(paths: list[Path], prepared: list[Prepared], store: Path) -> None:
+    placed: set[str] = set()
+    for path, (source_sha, stored_sha, *_) in zip(paths, prepared, strict=True):
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != source_sha:
             raise ValueError("changed")
         if _is_svg(data):
+            if stored_sha in placed:  # the same image twice in one add: stored once
+                continue
+            placed.add(stored_sha)
             staged = staging(store) / stored_sha
             if hashlib.sha256(staged.read_bytes()).hexdigest() != stored_sha:
                 raise ValueError("damaged")
@@ -178,3 +203,12 @@ def confirm(paths: list[Path], prepared: list[tuple[str, str]], store: Path) -> 
         if hashlib.sha256(stored).hexdigest() != stored_sha:
             raise ValueError("changed")
         durable_write(store, stored)
+
+
+def add(paths: list[Path], store: Path, books: Books, say_confirmed: Callable[[], None]) -> None:
+    """A whole add: prepare with its operation written, the human's 确认, then confirm."""
+    prepared = prepare(paths, store)
+    operation = books.prepare([(p[0], p[1]) for p in prepared], [(p[2], p[3], p[4]) for p in prepared])
+    say_confirmed()
+    confirm(paths, prepared, store)
+    books.confirm(operation, [(p[1], p[5], p[2], p[3], p[4]) for p in prepared])

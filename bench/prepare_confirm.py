@@ -1,7 +1,8 @@
 """prepare + 确认 + confirm on filesystem storage, per kind of image, against the floor of
 ``bench.gallery_floors``: the least work the contract requires, written with the libraries
 alone (read, fingerprints, decode, the stream and SVG checks, turn, colour-convert, encode,
-render, one durable write).
+render once, one durable write) and the add's required database work in plain SQL
+(``bench.gallery_books``).
 
 Each kind is a workspace of ``PER_KIND`` different images of that kind (``bench.images``),
 added in one operation. The figure is the worst kind's ratio; every kind's ratio is shown.
@@ -31,6 +32,7 @@ def run(*, kinds: list[str] | None = None, rounds: int = 3) -> Result:
     from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_add
 
     from . import gallery_floors as floor
+    from .gallery_books import Books
 
     account = Account.objects.create(display_name="Bench prepare")
     client, _ = dsh_client_create(name="bench-prepare")
@@ -59,8 +61,9 @@ def run(*, kinds: list[str] | None = None, rounds: int = 3) -> Result:
             Message.objects.create(session=session, message_id=f"m{next(counter)}", text="确认")
             gallery_confirm_add(account=account, session=session, extension=extension, operation=op)
 
-        def baseline(paths=paths):
-            floor.confirm(paths, floor.prepare(paths, store), store)
+        def baseline(paths=paths, session=session, extension=extension):
+            floor.add(paths, store, Books(account.pk, session.pk, extension),
+                      lambda: Message.objects.create(session=session, message_id=f"m{next(counter)}", text="确认"))
 
         def reset():
             # Untimed: the next round stores everything again.
