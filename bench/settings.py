@@ -16,6 +16,8 @@ else:
 from arkme.settings import *  # noqa: E402, F403
 
 ROOT_URLCONF = "bench.urls"
+# The floors' URLconf is chosen per request, before any other middleware runs.
+MIDDLEWARE = ["bench.middleware.floors", *MIDDLEWARE]  # noqa: F405
 # Collected static files are no part of any figure; an empty folder keeps WhiteNoise quiet.
 STATIC_ROOT = _ROOT / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)

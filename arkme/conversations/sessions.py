@@ -155,7 +155,7 @@ def _checked(session: AgentSession | None) -> AgentSession:
     if now - session.last_seen_at > TOUCH_INTERVAL:
         db = default_db()
         with hot_cursor() as cursor:
-            cursor.execute(_touch_sql(db.vendor), [db.ops.adapt_datetimefield_value(now), session.pk])
+            cursor.execute(_touch_sql(db.vendor), [db.ops.adapt_datetimefield_value(now), session.id])
         session.last_seen_at = now
     return session
 

@@ -64,6 +64,7 @@ def test_an_unknown_option_is_refused():
 @pytest.fixture
 def bench_urls(settings):
     settings.ROOT_URLCONF = "bench.urls"
+    settings.MIDDLEWARE = ["bench.middleware.floors", *settings.MIDDLEWARE]
 
 
 def test_the_floor_view_does_the_work_of_a_candidates_call(bench_urls, dsh, session, refs, world):

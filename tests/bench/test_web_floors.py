@@ -19,6 +19,7 @@ from toolregistry.models import IdempotencyRecord, IdempotencyStatus, ToolCall
 @pytest.fixture
 def bench_urls(settings):
     settings.ROOT_URLCONF = "bench.urls"
+    settings.MIDDLEWARE = ["bench.middleware.floors", *settings.MIDDLEWARE]
 
 
 def test_the_session_floor_answers_the_session_view(bench_urls, dsh, session):

@@ -65,11 +65,14 @@ class DshClientAuthentication(BaseAuthentication):
 
 def request_session(request: Request) -> AgentSession:
     """The session the authentication read for this ``session_bound`` view, or its 404."""
+    auth = request.auth
+    if isinstance(auth, AgentSession):
+        return auth
+    # Not kept in this frame: the error raised from here would name it through its traceback.
+    del auth
     if isinstance(request.auth, NotFound):
         raise _taken_error(request)
-    if not isinstance(request.auth, AgentSession):
-        raise TypeError("the view is not session_bound")
-    return request.auth
+    raise TypeError("the view is not session_bound")
 
 
 def _taken_error(request: Request) -> NotFound:

@@ -15,9 +15,11 @@ session_patterns = [
     path("phases/attachments", views.AttachmentsPhaseApi.as_view(), name="attachments"),
 ]
 
+# The session view before the session's routes: a route that does not match costs one regular
+# expression, while a prefix that does not match raises (and catches) Django's Resolver404.
 urlpatterns = [
-    path("sessions/<str:session>/", include(session_patterns)),
     path("sessions/<str:session>", views.SessionApi.as_view(), name="session"),
+    path("sessions/<str:session>/", include(session_patterns)),
     path("sessions", views.SessionsApi.as_view(), name="sessions"),
     path("catalog", views.CatalogApi.as_view(), name="catalog"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
