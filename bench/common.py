@@ -93,9 +93,33 @@ def setup_django() -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
+# DATABASE_URL as the run was started: bench.settings points DATABASE_URL at its SQLite file
+# when it is imported (after this module, which ``setup_django`` is imported from).
+_STARTED_WITH_DATABASE_URL = os.environ.get("DATABASE_URL", "")
+
+
 def postgres_url() -> str | None:
-    url = os.environ.get("ARKME_BENCH_DATABASE_URL") or os.environ.get("DATABASE_URL", "")
+    """The PostgreSQL server the run was given (``ARKME_BENCH_DATABASE_URL`` when a figure
+    already runs on its own database, else ``DATABASE_URL``), or None."""
+    url = os.environ.get("ARKME_BENCH_DATABASE_URL") or _STARTED_WITH_DATABASE_URL
     return url if url.startswith(("postgres://", "postgresql://")) else None
+
+
+def database_label() -> str:
+    """What the running figure's database is, as its output says: a served figure on the
+    embedded default is not how production runs."""
+    from django.conf import settings
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return f"{connection.vendor} (the embedded default; production runs on PostgreSQL: set DATABASE_URL)"
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        version = cursor.fetchone()[0]
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    pooled = (f"psycopg pool of {pool['min_size']}–{pool['max_size']} a process" if isinstance(pool, dict)
+              else "no pool")
+    return f"PostgreSQL {version} ({pooled})"
 
 
 def free_port() -> int:

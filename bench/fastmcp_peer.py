@@ -1,5 +1,6 @@
 """The peer: the same tool definitions served by FastMCP 4, in its recommended stateless HTTP
-deployment (``http_app(stateless_http=True, json_response=True)`` under uvicorn).
+deployment (``http_app(stateless_http=True, json_response=True)`` under ``uvicorn[standard]``,
+uvloop and httptools; the command line is ``mcp_serving.peer_arguments``).
 
 Each tool checks its arguments against the same JSON Schema with the same validator the
 product uses (FastMCP does not validate the arguments of a tool defined by schema), and the
@@ -8,6 +9,7 @@ echo tool returns what the product's does. The definitions come from the file na
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from typing import Any
@@ -49,5 +51,32 @@ def peer() -> FastMCP:
     return server
 
 
-app = peer().http_app(path="/mcp", stateless_http=True, json_response=True) \
+# Where the bench asks a running peer what it runs on (``mcp_serving.start_peer``).
+RUNTIME_PATH = "/_bench/runtime"
+
+
+def runtime(receive: Any) -> dict[str, str]:
+    """The event loop and the HTTP protocol this worker serves with, read from the running loop
+    and from uvicorn's own ``receive`` (a method of its protocol module's request cycle)."""
+    loop = type(asyncio.get_running_loop())
+    protocol = type(getattr(receive, "__self__", receive))
+    return {"loop": f"{loop.__module__}.{loop.__qualname__}",
+            "http": f"{protocol.__module__}.{protocol.__qualname__}"}
+
+
+def with_runtime(inner: Any) -> Any:
+    """``inner`` with one extra path that answers ``runtime``: a string comparison on each
+    request, nothing else, so the peer's MCP path is FastMCP's own."""
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == RUNTIME_PATH:
+            body = json.dumps(runtime(receive)).encode()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await inner(scope, receive, send)
+    return app
+
+
+app = with_runtime(peer().http_app(path="/mcp", stateless_http=True, json_response=True)) \
     if os.environ.get("ARKME_BENCH_TOOLS_FILE") else None

@@ -1,8 +1,11 @@
 """MCP on the wire: the product's endpoint against FastMCP 4 serving the same definitions.
 
 Both run as a deployment would: the product under gunicorn (2 processes, otherwise the
-project's ``gunicorn.conf.py`` settings: gevent workers, keep-alive), FastMCP under uvicorn
-(2 processes), neither writing an access log. The same
+project's ``gunicorn.conf.py`` settings: gevent workers, keep-alive), FastMCP under
+``uvicorn[standard]`` (2 processes, uvloop and httptools, as ``peer_arguments`` says why),
+neither writing an access log. The product's database is PostgreSQL when ``DATABASE_URL``
+names a server (a fresh database beside it, through the pool ``arkme/settings.py`` sets up, as
+production runs), the embedded SQLite otherwise; the figure's ``database`` line says which. The same
 non-Python load generator (Debian's ``wrk``) drives both over keep-alive connections, with
 the same ``2026-07-28`` requests. Windows alternate between the two servers, so drift in the
 machine's speed falls on both alike. Reported per tool count (7, 32, 128): requests per
@@ -25,7 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .common import SERVED_SPREAD, Result, free_port, served_at_least, served_at_most, wait_for_port
+from .common import (
+    SERVED_SPREAD,
+    Result,
+    database_label,
+    free_port,
+    postgres_url,
+    served_at_least,
+    served_at_most,
+    wait_for_port,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = 8
@@ -70,6 +82,10 @@ class Server:
     name: str
     process: subprocess.Popen
     url: str
+    runtime: str = ""
+    # With a PostgreSQL database on this machine: its backends' CPU is measured beside the
+    # server's (``database_cpu_seconds``), reported apart, never in the ratio.
+    measures_database: bool = False
 
     def stop(self) -> None:
         self.process.terminate()
@@ -107,19 +123,67 @@ def start_product(n: int | None = None, *, access_log: bool = True) -> Server:
     return Server("product", process, f"http://127.0.0.1:{port}")
 
 
+# What the peer must be served with: uvicorn's `standard` extra, which its installation docs
+# (uvicorn.org/installation) say it then uses by default. Named on the command line rather than
+# left to ``auto``, so a machine without them fails to start the peer instead of falling back
+# to asyncio's loop and h11 without a word.
+PEER_LOOP, PEER_HTTP = "uvloop", "httptools"
+PEER_RUNTIME = {"loop": "uvloop.Loop", "http": "uvicorn.protocols.http.httptools_impl.RequestResponseCycle"}
+
+
+def peer_arguments(port: int) -> list[str]:
+    """uvicorn's command line for the peer. FastMCP's HTTP deployment guide
+    (gofastmcp.com/deployment/http, "Production Deployment: Running with Uvicorn" and
+    "Horizontal Scaling") runs the ASGI app as ``uvicorn app:app --host 0.0.0.0 --port 8000
+    --workers 4`` with stateless HTTP: so here, on loopback, with the product's two processes,
+    uvloop and httptools (what ``auto`` picks under ``uvicorn[standard]``, asked for by name) and,
+    like the product here, no access log."""
+    return ["bench.fastmcp_peer:app", "--host", "127.0.0.1", "--port", str(port), "--workers", "2",
+            "--loop", PEER_LOOP, "--http", PEER_HTTP, "--log-level", "warning", "--no-access-log"]
+
+
+def peer_packages() -> str:
+    """The versions of what serves the peer; raises if uvloop or httptools is missing."""
+    from importlib.metadata import version
+
+    import httptools  # noqa: F401  (ImportError here: install requirements-bench.txt)
+    import uvloop  # noqa: F401
+
+    return ", ".join(f"{name} {version(name)}" for name in ("fastmcp", "uvicorn", "uvloop", "httptools"))
+
+
+def peer_runtime(server: Server) -> dict[str, str]:
+    """What a worker of the running peer reports it serves with (``fastmcp_peer.runtime``)."""
+    import json
+    import urllib.request
+
+    from .fastmcp_peer import RUNTIME_PATH
+
+    with urllib.request.urlopen(server.url + RUNTIME_PATH, timeout=10) as answer:  # noqa: S310 (our http://127.0.0.1 URL)
+        return json.load(answer)
+
+
 def start_peer(n: int, folder: Path) -> Server:
     from .mcp_tools import write_definitions
 
+    packages = peer_packages()
     tools_file = folder / f"tools-{n}.json"
     write_definitions(n, str(tools_file))
     port = free_port()
     env = {**os.environ, "ARKME_BENCH_TOOLS_FILE": str(tools_file)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "bench.fastmcp_peer:app", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "2", "--log-level", "warning", "--no-access-log"],
-        cwd=ROOT, env=env)
+    process = subprocess.Popen([sys.executable, "-m", "uvicorn", *peer_arguments(port)], cwd=ROOT, env=env)
     wait_for_port(port, process)
-    return Server("fastmcp", process, f"http://127.0.0.1:{port}")
+    server = Server("fastmcp", process, f"http://127.0.0.1:{port}")
+    try:
+        # Asked a few times, whichever worker answers: both run the same command line.
+        seen = [peer_runtime(server) for _ in range(4)]
+        if any(found != PEER_RUNTIME for found in seen):
+            raise RuntimeError(f"the peer does not run on uvloop and httptools: {seen}")
+    except BaseException:
+        server.stop()
+        raise
+    server.runtime = f"{packages}; loop {seen[0]['loop']}, HTTP {seen[0]['http']}, 2 workers"
+    return server
 
 
 def lua_script(method: str, body: str, headers: dict[str, str]) -> str:
@@ -154,14 +218,36 @@ class Window:
     cpu: float
     p50_ms: float
     p99_ms: float
+    database_cpu: float | None = None  # the product's PostgreSQL backends, when measured
 
 
 def _ms(value: str, unit: str) -> float:
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
+def database_cpu_seconds() -> dict[int, float] | None:
+    """CPU seconds so far of each PostgreSQL backend on this figure's database (but the bench's
+    own connection), read from ``/proc``; None when the server's processes are not on this
+    machine."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid()")
+        pids = [row[0] for row in cursor.fetchall()]
+    seconds = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / TICKS
+    return seconds if seconds or not pids else None
+
+
 def drive(server: Server, path: str, script: Path, *args: str) -> Window:
     """One window of load; ``args`` go to the script's ``init``."""
+    database_before = database_cpu_seconds() if server.measures_database else None
     before = cpu_seconds(server.process.pid)
     started = time.monotonic()
     out = subprocess.run(["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{WINDOW_SECONDS}s", "--latency", "-s", str(script),
@@ -169,12 +255,17 @@ def drive(server: Server, path: str, script: Path, *args: str) -> Window:
                          capture_output=True, text=True, check=True).stdout
     seconds = time.monotonic() - started
     cpu = cpu_seconds(server.process.pid) - before
+    database_cpu = None
+    if database_before is not None:
+        after = database_cpu_seconds() or {}
+        # A backend that ended in the window is not counted (the pool keeps its connections).
+        database_cpu = sum(spent - database_before.get(pid, 0.0) for pid, spent in after.items())
     if "Non-2xx" in out:
         raise RuntimeError(f"{server.name} answered errors:\n{out}")
     count = int(re.search(r"(\d+) requests in", out).group(1))
     p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", out)
     p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
-    return Window(count, seconds, cpu, _ms(*p50.groups()), _ms(*p99.groups()))
+    return Window(count, seconds, cpu, _ms(*p50.groups()), _ms(*p99.groups()), database_cpu)
 
 
 def compare(servers: dict[str, tuple[Server, str, Path]]) -> dict[str, dict[str, Any]]:
@@ -195,6 +286,8 @@ def compare(servers: dict[str, tuple[Server, str, Path]]) -> dict[str, dict[str,
             "p99_ms": max(w.p99_ms for w in measured),
             "windows": measured,
         }
+        if all(w.database_cpu is not None for w in measured):
+            figures[name]["database_cpu_us"] = 1e6 * sum(w.database_cpu or 0.0 for w in measured) / count
     return figures
 
 
@@ -207,11 +300,25 @@ def round_range(ours: list[Window], theirs: list[Window], per: Callable[[Window]
 def measure(kind: str) -> Result:
     """``kind`` is ``tools_list`` or ``call``."""
     name = f"mcp_{kind}"
-    baseline = "FastMCP 4 (stateless HTTP, JSON) serving the same definitions, same load"
+    baseline = ("FastMCP 4 (stateless HTTP, JSON) serving the same definitions under uvicorn[standard] "
+                "(uvloop, httptools), same load")
     goal = (f"≥ 1.0× its requests/s and ≤ 1.0× its CPU/request at 7, 32, 128 tools (served: gated past the "
             f"machine's {SERVED_SPREAD:.0%} spread; counted in instructions by ir_mcp_tools_call/list)")
     if shutil.which("wrk") is None:
         return Result(name, None, "", baseline, goal, skipped="needs wrk (Debian package wrk)")
+    server = postgres_url()
+    if server is not None and not os.environ.get("ARKME_BENCH_DATABASE_URL"):
+        # Production runs on PostgreSQL through the pool arkme/settings.py configures: given a
+        # server, the figure runs there, on a fresh database made beside it (the product's
+        # workers inherit it), not on the embedded default.
+        from .__main__ import _run_on_postgres
+
+        try:
+            return Result(**_run_on_postgres(name, server))
+        except subprocess.CalledProcessError as error:  # its output is captured: say why it failed
+            raise RuntimeError(f"{name} on PostgreSQL failed:\n{(error.stderr or '')[-1500:]}") from None
+    from django.db import connection
+
     from arkme.accounts.models import Account
     from arkme.conversations.clients import dsh_client_create
     from arkme.conversations.sessions import session_open, session_set_attachments
@@ -226,7 +333,7 @@ def measure(kind: str) -> Result:
         method, params, tool = "tools/list", {}, None
     else:
         method, params, tool = "tools/call", {"name": ECHO, "arguments": {"text": "hello"}}, ECHO
-    detail: dict[str, object] = {}
+    detail: dict[str, object] = {"database": database_label()}
     worst_rps, worst_cpu = float("inf"), 0.0
     with tempfile.TemporaryDirectory(prefix="arkme-mcp-bench-") as folder:
         scripts = {}
@@ -235,7 +342,14 @@ def measure(kind: str) -> Result:
             scripts[who] = Path(folder) / f"{who}.lua"
             scripts[who].write_text(lua_script(method, body, headers))
         for n in SIZES:
-            product, peer = start_product(n, access_log=False), start_peer(n, Path(folder))
+            product = start_product(n, access_log=False)
+            product.measures_database = connection.vendor == "postgresql"
+            try:
+                peer = start_peer(n, Path(folder))
+            except BaseException:
+                product.stop()
+                raise
+            detail.setdefault("peer_runtime", peer.runtime)
             try:
                 figures = compare({
                     "product": (product, f"/dsh/v1/sessions/{session}/mcp", scripts["product"]),
@@ -249,12 +363,16 @@ def measure(kind: str) -> Result:
             worst_rps, worst_cpu = min(worst_rps, rps_ratio), max(worst_cpu, cpu_ratio)
             rps_low, rps_high = round_range(ours["windows"], theirs["windows"], lambda w: w.requests / w.seconds)
             cpu_low, cpu_high = round_range(ours["windows"], theirs["windows"], lambda w: w.cpu / w.requests)
-            detail[f"{n}_tools"] = (
+            line = (
                 f"product {ours['rps']:.0f} req/s, {ours['cpu_us']:.0f} µs CPU/req, p50 {ours['p50_ms']:.1f} ms, "
                 f"p99 {ours['p99_ms']:.1f} ms | FastMCP {theirs['rps']:.0f} req/s, {theirs['cpu_us']:.0f} µs "
                 f"CPU/req, p50 {theirs['p50_ms']:.1f} ms, p99 {theirs['p99_ms']:.1f} ms | "
                 f"×{rps_ratio:.2f} req/s (rounds {rps_low:.2f}–{rps_high:.2f}), "
                 f"×{cpu_ratio:.2f} CPU (rounds {cpu_low:.2f}–{cpu_high:.2f})")
+            if "database_cpu_us" in ours:
+                line += (f" | besides, the product's PostgreSQL backends {ours['database_cpu_us']:.0f} µs CPU/req "
+                         f"(not in the ratio)")
+            detail[f"{n}_tools"] = line
     detail["worst_cpu_ratio"] = round(worst_cpu, 3)
     return Result(name, round(worst_rps, 3), "× FastMCP's requests/s (worst tool count)", baseline, goal,
                   served_at_least(worst_rps, 1.0) and served_at_most(worst_cpu, 1.0), detail)

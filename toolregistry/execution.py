@@ -115,7 +115,7 @@ def tool_declined(*, session: AgentSession, tool: CompiledTool, arguments: Any, 
 
 
 def tool_replay(*, client: DshClient, session: AgentSession, name: str, arguments: Any, idempotency_key: str,
-                surface: Surface) -> CallResult | None:
+                surface: Surface, tool: CompiledTool | None = None) -> CallResult | None:
     """A repeat of a call whose ``Idempotency-Key`` already completed: the first call's answer
     (or the key's conflict), through the pipeline so the replay is audited, before a door asks
     the human anything again (the MCP form asks for an approval before the pipeline runs, and
@@ -125,20 +125,26 @@ def tool_replay(*, client: DshClient, session: AgentSession, name: str, argument
                                             status=IdempotencyStatus.COMPLETE).exists():
         return None
     return tool_execute(client=client, session=session, name=name, arguments=arguments,
-                        idempotency_key=idempotency_key, surface=surface)
+                        idempotency_key=idempotency_key, surface=surface, tool=tool)
 
 
 def tool_execute(*, client: DshClient, session: AgentSession, name: str, arguments: Any,
                  approval: object = None, idempotency_key: str | None = None,
-                 surface: Surface = Surface.REST) -> CallResult:
-    """Run a call, as the GenAI conventions' ``execute_tool`` span."""
-    known = session_toolset(session).get(str(name))
+                 surface: Surface = Surface.REST, tool: CompiledTool | None = None) -> CallResult:
+    """Run a call, as the GenAI conventions' ``execute_tool`` span.
+
+    ``tool``: the door already found ``name`` in this session's toolset in this request (the
+    MCP server of that toolset), so it is not looked up again; without it, the tool is the
+    session's visible one of that name, or the call is ``unknown_tool``."""
+    if tool is not None and tool.metadata.name != name:
+        raise ValueError(f"tool {tool.metadata.name!r} given for a call of {name!r}")
+    known = tool if tool is not None else session_toolset(session).get(str(name))
     label = known.metadata.name if known is not None else "unknown"
     with traced_span(f"execute_tool {label}", {
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": label, "gen_ai.tool.type": "function",
             "arkme.surface": str(surface)}) as span:
         result = _execute(client=client, session=session, name=name, arguments=arguments, approval=approval,
-                          idempotency_key=idempotency_key, surface=surface)
+                          idempotency_key=idempotency_key, surface=surface, tool=known)
         if result.status >= 400:
             code = str(result.body.get("error", {}).get("code", "error"))
             span.set_attribute("error.type", code)
@@ -147,7 +153,9 @@ def tool_execute(*, client: DshClient, session: AgentSession, name: str, argumen
 
 
 def _execute(*, client: DshClient, session: AgentSession, name: str, arguments: Any, approval: object,
-             idempotency_key: str | None, surface: Surface) -> CallResult:
+             idempotency_key: str | None, surface: Surface, tool: CompiledTool | None) -> CallResult:
+    """``tool``: the session's visible tool of that name, found once by ``tool_execute`` (None:
+    unknown or invisible, refused here as ``unknown_tool``)."""
     started = time.monotonic()
     tool_id, tool_label, replayed = "", "unknown", False
     record: IdempotencyRecord | None = None
@@ -155,7 +163,8 @@ def _execute(*, client: DshClient, session: AgentSession, name: str, arguments: 
     begun: int | None = None  # a write's audit row, written before its effect
     try:
         try:
-            tool = visible_tool(session, name)
+            if tool is None:
+                raise UnknownTool()
             tool_id, tool_label = tool.metadata.id, tool.metadata.name
             arguments = validate_arguments(tool.validator, arguments)
             if idempotency_key:

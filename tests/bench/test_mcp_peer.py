@@ -1,9 +1,14 @@
 """The MCP benchmarks compare like with like: FastMCP serves exactly the definitions the
-product lists, checks arguments as the product does, and the product's side runs its own
-path end to end (authentication, session, pipeline, audit row)."""
+product lists, checks arguments as the product does, runs as its users run it
+(``uvicorn[standard]``: uvloop and httptools), and the product's side runs its own path end to
+end (authentication, session, pipeline, audit row)."""
 from __future__ import annotations
 
+import json
 import sys
+import threading
+import time
+import urllib.request
 
 import anyio
 import pytest
@@ -83,3 +88,52 @@ def test_neither_server_writes_an_access_log_and_the_product_keeps_its_settings(
     for name in ("worker_class_str", "worker_connections", "keepalive", "timeout", "graceful_timeout",
                  "forwarded_allow_ips"):
         assert getattr(quiet, name) == getattr(benched, name) == getattr(deployed, name), name
+
+
+def test_the_peer_runs_under_uvicorn_standard_with_uvloop_and_httptools_by_name():
+    """FastMCP's guide runs ``uvicorn app:app --host … --port … --workers N``; the bench names
+    the loop and the parser ``auto`` would pick under ``uvicorn[standard]``, so that a machine
+    without them cannot start the peer rather than quietly serve it on asyncio and h11."""
+    from uvicorn.main import main
+
+    from bench.mcp_serving import PEER_HTTP, PEER_LOOP, peer_arguments, peer_packages
+
+    params = main.make_context("uvicorn", peer_arguments(8000)).params
+    assert params["app"] == "bench.fastmcp_peer:app"
+    assert (params["loop"], params["http"]) == (PEER_LOOP, PEER_HTTP) == ("uvloop", "httptools")
+    assert params["workers"] == 2 and params["access_log"] is False and params["host"] == "127.0.0.1"
+    assert "uvloop" in peer_packages() and "httptools" in peer_packages()
+
+
+def _runtime_under(loop: str, http: str) -> dict[str, str]:
+    """What ``fastmcp_peer.runtime`` answers when uvicorn serves with ``loop`` and ``http``."""
+    import uvicorn
+
+    from bench.common import free_port
+
+    async def never(scope, receive, send):
+        raise AssertionError("only the runtime path is asked")
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(fastmcp_peer.with_runtime(never), host="127.0.0.1", port=port,
+                                           loop=loop, http=http, lifespan="off", log_level="warning"))
+    thread = threading.Thread(target=server.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{fastmcp_peer.RUNTIME_PATH}", timeout=10) as answer:
+            return json.load(answer)
+    finally:
+        server.should_exit = True
+        thread.join(20)
+
+
+def test_the_peer_reports_the_loop_and_parser_it_actually_serves_with():
+    from bench.mcp_serving import PEER_RUNTIME
+
+    assert _runtime_under("uvloop", "httptools") == PEER_RUNTIME
+    fallback = _runtime_under("asyncio", "h11")
+    assert fallback["loop"].startswith("asyncio.") and "h11_impl" in fallback["http"]

@@ -16,6 +16,7 @@ What this module adds is the registry's part:
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -307,7 +308,7 @@ def _run(request: HttpRequest, tool: CompiledTool, arguments: dict[str, Any]) ->
         # A retry after a lost answer gets the first call's result, as over REST, before the
         # human is asked again: by now the card may say something else, or nothing could run.
         replayed = tool_replay(client=call.client, session=call.session, name=tool.metadata.name,
-                               arguments=arguments, idempotency_key=key, surface=Surface.MCP)
+                               arguments=arguments, idempotency_key=key, surface=Surface.MCP, tool=tool)
         if replayed is not None:
             return _answer(request, replayed)
     approval: object = None
@@ -318,8 +319,11 @@ def _run(request: HttpRequest, tool: CompiledTool, arguments: dict[str, Any]) ->
             approval = request.arkme_mcp_meta.get(APPROVAL_META)  # type: ignore[attr-defined]
     elif _can_elicit(request):
         _confirmation_by_elicitation(request, call, tool, arguments)
+    # ``tool`` is this session's: the server answering is its toolset's (``session_mcp``), so the
+    # pipeline does not look it up again.
     outcome = tool_execute(client=call.client, session=call.session, name=tool.metadata.name,
-                           arguments=arguments, approval=approval, idempotency_key=key, surface=Surface.MCP)
+                           arguments=arguments, approval=approval, idempotency_key=key, surface=Surface.MCP,
+                           tool=tool)
     return _answer(request, outcome)
 
 
@@ -503,13 +507,18 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
                           status=HTTPStatus.BAD_REQUEST,
                           data={"supported": list(SUPPORTED_VERSIONS), "requested": version})
     request.arkme_mcp = _Call(client=client, session=agent_session)  # type: ignore[attr-defined]
-    # Opaque: the state is signed, not encrypted, and a host may read it.
-    principal = "dsh" + token_digest(f"{client.pk}:{agent_session.public_id}")[:32]
-    request.user = _Principal(principal)  # type: ignore[assignment]
+    request.user = _principal(client.pk, agent_session.public_id)  # type: ignore[assignment]
     answer = _unknown_id_left_out(request, server_for(session_toolset(agent_session))(request))
     if isinstance(message, dict) and message.get("method") == "initialize":
         answer = _initialized(answer)
     return answer
+
+
+@functools.lru_cache(maxsize=4096)
+def _principal(client: object, session: str) -> _Principal:
+    """Who a ``requestState`` is bound to: opaque, since the state is signed, not encrypted, and
+    a host may read it. Found once per client and session (a digest on every call otherwise)."""
+    return _Principal("dsh" + token_digest(f"{client}:{session}")[:32])
 
 
 def _readable(request: HttpRequest) -> object:
