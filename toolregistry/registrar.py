@@ -96,16 +96,14 @@ class Registrar:
         prompt = "" if profile == DISABLED else "\n\n".join(
             entry.text for entry in select_guidance(self.catalog, names)
         )
-        # The session view's ETag: it covers everything in the view that can change.
-        digest = hashlib.sha256(
-            json.dumps({"tools": [t.public for t in tools], "prompt": prompt, "phases": sorted(phases)},
-                       sort_keys=True, ensure_ascii=False).encode()
-        ).hexdigest()[:20]
-        ordered_phases = [str(phase) for phase in Phase if phase in phases]
-        fragment = json.dumps(
-            {"phases": ordered_phases, "revision": digest, "tools": [t.public for t in tools], "prompt": prompt},
-            ensure_ascii=False, separators=(",", ":"),
-        )[1:-1]
+        # The session view's members that depend only on the toolset, each serialised once, and
+        # its ETag: a digest of exactly those bytes, so it covers everything in the view that
+        # can change (the tools in catalog order, each as built here, the prompt, the phases).
+        phases_json, tools_json, prompt_json = (
+            json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            for value in ([str(phase) for phase in Phase if phase in phases], [t.public for t in tools], prompt))
+        digest = hashlib.sha256(f"{phases_json}\n{tools_json}\n{prompt_json}".encode()).hexdigest()[:20]
+        fragment = f'"phases":{phases_json},"revision":"{digest}","tools":{tools_json},"prompt":{prompt_json}'
         return Toolset(
             profile=profile, phases=phases, tools=tools, prompt=prompt, revision=digest,
             by_name={tool.metadata.name: tool for tool in tools}, view_fragment=fragment,

@@ -91,7 +91,8 @@ def _session_select(vendor: str) -> str:
     )
 
 
-def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -> AgentSession | None:
+def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -> tuple[AgentSession, bool] | None:
+    """The session with its account attached, and whether that account is active."""
     db = default_db()
     params: list[str | int]
     if client is None:
@@ -108,9 +109,10 @@ def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -
     session = from_row(AgentSession, _SESSION_FIELDS, row[:len(_SESSION_FIELDS)], db)
     # The account as select_related attaches it (into the relation's cache, not through the
     # descriptor's checks), with only these columns loaded.
+    active = bool(row[-1])
     _ACCOUNT.set_cached_value(session, loaded(Account, db.alias, ("id", "public_id", "is_active"),
-                                              (session.account_id, row[-2], bool(row[-1]))))
-    return session
+                                              (session.account_id, row[-2], active)))
+    return session, active
 
 
 @functools.cache
@@ -126,7 +128,8 @@ def session_for_client(client: DshClient, public_id: str, *, for_update: bool = 
             public_id=str(public_id), client=client).select_for_update(of=("self",))
         session = next(iter(queryset.order_by()[:1]), None)
     else:
-        session = _session_row(client, str(public_id))
+        found = _session_row(client, str(public_id))
+        return _checked(*found) if found else _checked(None)
     return _checked(session)
 
 
@@ -134,23 +137,25 @@ def session_for_key(key: str, public_id: str) -> tuple[DshClient, AgentSession]:
     """The client a key names and its session, read in one statement; ``NotAuthenticated``
     for a key that names no active client, else ``session_for_client``'s one 404."""
     key_hash = client_key_digest(key)
-    session = _session_row(None, str(public_id), key_hash) if key_hash else None
-    if session is None:
+    found = _session_row(None, str(public_id), key_hash) if key_hash else None
+    if found is None:
         client = client_for_key(key)
         if client is None:
             raise NotAuthenticated("The client key is not valid.")
         return client, session_for_client(client, public_id)
+    session, active = found
     # Only the id: the call needs no more of the client than whose it is.
     client = loaded(DshClient, str(session._state.db), ("id",), (session.client_id,))
-    return client, _checked(session)
+    return client, _checked(session, active)
 
 
-def _checked(session: AgentSession | None) -> AgentSession:
+def _checked(session: AgentSession | None, account_active: bool | None = None) -> AgentSession:
+    """``account_active``: the account's flag when the caller read it with the session."""
     # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
     now = timezone.now()
     if (session is None or session.closed_at is not None
             or session.last_seen_at < _idle_cutoff(now)
-            or not session.account.is_active):
+            or not (session.account.is_active if account_active is None else account_active)):
         raise NotFound("No such session.", code=ErrorCode.UNKNOWN_SESSION)
     if now - session.last_seen_at > TOUCH_INTERVAL:
         db = default_db()

@@ -140,6 +140,8 @@ def _etag_matches(etag: str, if_none_match: str) -> bool:
     ``"r"``, and ``*`` matches the session view, which always exists when it is answered."""
     if not if_none_match:
         return False
+    if if_none_match == etag:  # what a client that kept the ETag sends back
+        return True
     tags = parse_etags(if_none_match)
     return tags == ["*"] or etag in [tag.removeprefix("W/") for tag in tags]
 
