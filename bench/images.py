@@ -120,9 +120,8 @@ def _p3() -> bytes:
     return bytes(image.get("icc-profile-data"))
 
 
-def palette_png(seed: int, *, turned: bool = False) -> bytes:
-    """A 4096×4096 palette PNG of 200 colours (a chart or illustration exported with a
-    palette), 8 bits an index; ``turned`` adds an EXIF orientation and a Display P3 profile."""
+def _palette_image(seed: int):
+    """4096×4096 in a palette of 200 colours: a chart or illustration exported with a palette."""
     from PIL import Image, ImageDraw
 
     image = Image.new("P", (4096, 4096), 0)
@@ -132,9 +131,49 @@ def palette_png(seed: int, *, turned: bool = False) -> bytes:
     for k in range(400):
         x, y = digest[4 * k] * 16, digest[4 * k + 1] * 16
         draw.rectangle((x, y, x + digest[4 * k + 2] * 4, y + 64), fill=digest[4 * k + 3] % 200)
+    return image
+
+
+def palette_png(seed: int, *, turned: bool = False) -> bytes:
+    """A 4096×4096 palette PNG of 200 colours, 8 bits an index; ``turned`` adds an EXIF
+    orientation and a Display P3 profile."""
     extra = {"exif": _exif(6), "icc_profile": _p3()} if turned else {}
     out = io.BytesIO()
-    image.save(out, "PNG", compress_level=6, **extra)
+    _palette_image(seed).save(out, "PNG", compress_level=6, **extra)
+    return out.getvalue()
+
+
+def static_gif(seed: int) -> bytes:
+    """A static 4096×4096 GIF of 200 colours, the largest the limits allow (a GIF carries no
+    EXIF orientation, and the product reads no other for it)."""
+    out = io.BytesIO()
+    _palette_image(seed).save(out, "GIF")
+    return out.getvalue()
+
+
+def _cmyk_profile() -> bytes:
+    """libvips' built-in CMYK profile (a press profile, as print files carry; 0.9 MiB)."""
+    import pyvips
+
+    image = pyvips.Image.black(8, 8, bands=3).copy(interpretation="srgb").icc_transform("cmyk")
+    return bytes(image.get("icc-profile-data"))
+
+
+def cmyk_jpeg(seed: int, *, turned: bool = True) -> bytes:
+    """A 4096×4096 CMYK JPEG (a print file: four full-resolution channels) of smooth light and
+    colour, at quality 85: about 4 MiB with its profile, near the 5 MiB source limit.
+    ``turned``: held sideways (EXIF orientation 6) with its CMYK profile; else upright, without
+    one (converted as Pillow converts CMYK)."""
+    import pyvips
+    from PIL import Image
+
+    size = (4096, 4096)
+    rgb = _noise((size[0] // 128 + 2, size[1] // 128 + 2), seed).resize(size, Image.Resampling.BICUBIC)
+    pixels = pyvips.Image.new_from_memory(rgb.tobytes(), *size, 3, "uchar").copy(interpretation="srgb")
+    cmyk = Image.frombytes("CMYK", size, pixels.icc_transform("cmyk", intent="perceptual").write_to_memory())
+    extra = {"exif": _exif(6), "icc_profile": _cmyk_profile()} if turned else {}
+    out = io.BytesIO()
+    cmyk.save(out, "JPEG", quality=85, **extra)
     return out.getvalue()
 
 
@@ -170,10 +209,15 @@ KINDS = [
     Kind("svg 300 paths", "svg", _svg("300 paths"), "svg"),
     Kind("svg gradients", "svg", _svg("gradients"), "svg"),
 ]
-# Pillow's path until 2026-12-06 (palettes, 16-bit colour): in peak_memory and libvips_peer.
+# The kinds that went through Pillow alone (decode, a turned copy, Pillow's encoder) until
+# 2026-12-06, palettes, 16-bit colour and CMYK, and GIF, which still does, at the largest size
+# the limits allow: in peak_memory and libvips_peer.
 PILLOW_PATH_KINDS = [
     Kind("palette png 4096²", "kept", palette_png, "png"),
     Kind("palette png 4096², turned, P3", "encoded", lambda seed: palette_png(seed, turned=True), "png"),
     Kind("rgba 16-bit png 4096², turned, P3", "encoded", rgba16_png, "png"),
+    Kind("gif 4096²", "encoded", static_gif, "gif"),
+    Kind("cmyk jpeg 4096², turned, CMYK profile", "encoded", cmyk_jpeg, "jpg"),
+    Kind("cmyk jpeg 4096², upright", "encoded", lambda seed: cmyk_jpeg(seed, turned=False), "jpg"),
 ]
 KIND = {kind.name: kind for kind in [*KINDS, *PILLOW_PATH_KINDS]}

@@ -1,8 +1,10 @@
 """Peak resident memory of a prepare and of its confirm, per worst-case input the limits allow,
 as a multiple of one decoded image (width × height × bytes per pixel).
 
-Each input runs in a fresh process, so nothing else has raised the peak; the kernel's
-high-water mark is reset (``/proc/self/clear_refs``) after the idle reading before each phase.
+Each input runs in a fresh process, so nothing else has raised the peak; before each phase
+the C allocator gives back what it kept of freed memory (``malloc_trim``), so that the idle
+reading is the memory in use, and the kernel's high-water mark is reset after it
+(``/proc/self/clear_refs``).
 An operation holds two images of the kind, to show that images in one add do not pile up
 (one is in memory at a time). The goal is 1.25× one decoded image: room for the encoder's
 output and buffers, no second full-size copy.
@@ -24,10 +26,13 @@ WORST = [
     "photo jpeg 12 Mpx, turned, ICC",
     "photo jpeg 12 Mpx, upright",
     "noise png 1180²",
-    # Pillow's path until 2026-12-06: palettes and 16-bit colour.
+    # Pillow's path alone until 2026-12-06 (palettes, 16-bit colour, CMYK) and still (GIF).
     "palette png 4096²",
     "palette png 4096², turned, P3",
     "rgba 16-bit png 4096², turned, P3",
+    "gif 4096²",
+    "cmyk jpeg 4096², turned, CMYK profile",
+    "cmyk jpeg 4096², upright",
 ]
 
 
@@ -40,9 +45,14 @@ def _status(field: str) -> int:
 
 
 def _reset_peak() -> int:
+    import ctypes
     import gc
 
     gc.collect()
+    # What the C allocator kept of memory freed before (making the inputs, the warm-up, the
+    # prepare before its confirm) goes back to the system first: kept, it was counted as idle
+    # and then reused unseen, and a phase that allocated a whole decoded image read 0 MiB.
+    ctypes.CDLL(None).malloc_trim(0)
     idle = _status("VmRSS")
     with open("/proc/self/clear_refs", "w") as handle:
         handle.write("5")
@@ -79,12 +89,18 @@ def measure(kind_name: str) -> dict:
     Image.new("RGB", (400, 400), (9, 9, 9)).save(root / "warm.png", "PNG")
     warm_exif = Image.Exif()
     warm_exif[0x0112] = 6
-    Image.new("RGB", (400, 400), (9, 9, 90)).save(root / "warm.jpg", "JPEG", exif=warm_exif.tobytes())
+    turned = {"exif": warm_exif.tobytes()}
+    Image.new("RGB", (400, 400), (9, 9, 90)).save(root / "warm.jpg", "JPEG", **turned)
     Image.new("RGB", (400, 400), (90, 9, 9)).save(root / "warm.webp", "WEBP")
+    # The other paths: RGBA lent to libvips for a turn, a palette written turned, CMYK, GIF.
+    Image.new("RGBA", (400, 400), (9, 90, 9, 99)).save(root / "warm-rgba.png", "PNG", **turned)
+    Image.new("RGB", (400, 400), (90, 90, 9)).convert("P").save(root / "warm-palette.png", "PNG", **turned)
+    Image.new("CMYK", (400, 400), (9, 90, 9, 9)).save(root / "warm-cmyk.jpg", "JPEG", **turned)
+    Image.new("P", (400, 400), 9).save(root / "warm.gif", "GIF")
+    warm_paths = ["warm.png", "warm.jpg", "warm.webp", "warm-rgba.png", "warm-palette.png", "warm-cmyk.jpg", "warm.gif"]
     warm = extension_create(owner=account, name="warm").public_id
     op = gallery_prepare_add(account=account, session=session, extension=warm,
-                             source={"source": "workspace",
-                                     "workspace_paths": ["warm.png", "warm.jpg", "warm.webp"]}).public_id
+                             source={"source": "workspace", "workspace_paths": warm_paths}).public_id
     Message.objects.create(session=session, message_id="warm", text="确认")
     gallery_confirm_add(account=account, session=session, extension=warm, operation=op)
 

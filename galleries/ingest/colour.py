@@ -67,13 +67,13 @@ def converts_to_itself(icc: bytes, engine: str) -> bool:
 
 def check_profile(icc: bytes, mode: str, field: str | None) -> None:
     """A profile libvips would convert from must be one Pillow can read, for the image's
-    colour space: libvips ignores a corrupt one with a warning, and the pixels would be stored
-    unconverted where the Pillow path refuses the image."""
+    colour space (a palette's colours are RGB): libvips ignores a corrupt one with a warning,
+    and the pixels would be stored unconverted where the Pillow path refuses the image."""
     try:
         profile = ImageCms.ImageCmsProfile(io.BytesIO(icc)).profile
     except (ImageCms.PyCMSError, OSError, ValueError) as exc:
         raise unreadable_profile(field) from exc
-    if profile.xcolor_space.strip() != ("GRAY" if mode in ("L", "LA") else "RGB"):
+    if profile.xcolor_space.strip() != {"L": "GRAY", "LA": "GRAY", "CMYK": "CMYK"}.get(mode, "RGB"):
         raise unreadable_profile(field)
 
 
@@ -115,9 +115,21 @@ def _palette_to_srgb(image: Image.Image, source: Any) -> Image.Image:
     """A palette image's colours are its palette: converting its at most 256 entries converts
     every pixel, and the image stays a palette image of its own size (not three or four
     bytes a pixel, which converting the pixels made of it)."""
-    palette = bytes(image.getpalette("RGB") or b"")
+    image.putpalette(_converted_palette(bytes(image.getpalette("RGB") or b""), source), "RGB")
+    return image
+
+
+def _converted_palette(palette: bytes, source: Any) -> bytes:
     entries = Image.frombytes("RGB", (len(palette) // 3, 1), palette)
     ImageCms.profileToProfile(entries, source, SRGB, outputMode="RGB", inPlace=True)
-    image.putpalette(entries.tobytes(), "RGB")
-    return image
+    return entries.tobytes()
+
+
+def palette_to_srgb(palette: bytes, icc: bytes, field: str | None) -> bytes:
+    """A PNG's palette (PLTE, RGB triples) converted from its RGB profile to sRGB, as
+    ``to_srgb`` converts a decoded palette image's: the colours of every pixel, in 256 at most."""
+    try:
+        return _converted_palette(palette, ImageCms.ImageCmsProfile(io.BytesIO(icc)))
+    except (ImageCms.PyCMSError, OSError, ValueError) as exc:
+        raise unreadable_profile(field) from exc
 

@@ -8,13 +8,22 @@ refuses, so every index of a kept image is checked, row by row, as the stream in
 A grey or truecolour image's tRNS is the one sample value shown transparent, of its bit
 depth. Anything else (a palette in a grey image, a suggested palette in a truecolour one,
 opacities for an image with alpha) is not kept and the image is encoded again.
+
+One that must be turned or colour-converted is written again from its decoded indices, at its
+bit depth, with its palette (converted) and opacities: ``write_palette_png``, which turns it a
+strip at a time instead of making a turned copy of the whole image.
 """
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+from PIL import Image
+
+from .inflate import zlib
 
 PALETTE = 3
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def palette_entries(body: bytes | memoryview, colour_type: int, bit_depth: int) -> int | None:
@@ -91,3 +100,65 @@ class IndexRows:
             self._row = self._next()
         del pending[:start]
         return True
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    crc: int = zlib.crc32(kind + body)
+    return len(body).to_bytes(4, "big") + kind + body + crc.to_bytes(4, "big")
+
+
+# Rows of the stored image a strip at a time: what is in memory beside the decoded image.
+STRIP_ROWS = 16
+IDAT_BYTES = 1 << 16
+
+
+def _source_box(method: Image.Transpose | None, size: tuple[int, int], top: int, bottom: int) -> tuple[int, int, int, int]:
+    """The part of the source whose turn (``method``, as ``ImageOps.exif_transpose`` turns it)
+    is rows ``top`` to ``bottom`` of the turned image."""
+    width, height = size
+    if method in (Image.Transpose.TRANSPOSE, Image.Transpose.ROTATE_270):  # its rows are the source's columns
+        return top, 0, bottom, height
+    if method in (Image.Transpose.TRANSVERSE, Image.Transpose.ROTATE_90):  # the same, from the right
+        return width - bottom, 0, width - top, height
+    if method in (Image.Transpose.ROTATE_180, Image.Transpose.FLIP_TOP_BOTTOM):  # its rows are the source's, from the bottom
+        return 0, height - bottom, width, height - top
+    return 0, top, width, bottom  # upright, or mirrored left to right
+
+
+def write_palette_png(image: Image.Image, method: Image.Transpose | None, bit_depth: int, palette: bytes,
+                      transparency: bytes | None, write: Callable[[bytes], int]) -> tuple[int, int]:
+    """Write the decoded palette image, turned by ``method``, as a palette PNG of ``bit_depth``
+    with this palette and these opacities, unfiltered (as Pillow writes a palette) at zlib
+    level 6, a chunk at a time; the turned image is made a strip of rows at a time from the
+    source's matching band, never whole beside the decoded one. Returns its size; stops when
+    ``write`` refuses a chunk (returns a negative number)."""
+    width, height = image.size
+    if method in (Image.Transpose.TRANSPOSE, Image.Transpose.TRANSVERSE,
+                  Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270):
+        width, height = height, width
+    header = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes((bit_depth, PALETTE, 0, 0, 0))
+    if write(PNG_SIGNATURE + _chunk(b"IHDR", header) + _chunk(b"PLTE", palette)
+             + (_chunk(b"tRNS", transparency) if transparency else b"")) < 0:
+        return width, height
+    packing = "P" if bit_depth == 8 else f"P;{bit_depth}"
+    row_bytes = (width * bit_depth + 7) // 8
+    deflate = zlib.compressobj(6)
+    pending = bytearray()
+    for top in range(0, height, STRIP_ROWS):
+        bottom = min(top + STRIP_ROWS, height)
+        strip = image.crop(_source_box(method, image.size, top, bottom))
+        if method is not None:
+            strip = strip.transpose(method)
+        packed = strip.tobytes("raw", packing)
+        del strip
+        # Each row after its filter type, 0 (none).
+        rows = b"".join(b"\x00" + packed[start:start + row_bytes] for start in range(0, len(packed), row_bytes))
+        pending += deflate.compress(rows)
+        if len(pending) >= IDAT_BYTES:
+            if write(_chunk(b"IDAT", bytes(pending))) < 0:
+                return width, height
+            pending.clear()
+    pending += deflate.flush()
+    if write(_chunk(b"IDAT", bytes(pending))) >= 0:
+        write(_chunk(b"IEND", b""))
+    return width, height

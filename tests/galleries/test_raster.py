@@ -275,6 +275,22 @@ def test_the_scan_count_skips_marker_bytes_inside_headers_and_entropy_data():
     assert jpeg_scans(out.getvalue()) == 1
 
 
+@pytest.mark.parametrize("entropy, scans", [
+    (b"\x12\xff\x00\x34\xff\xd3\x56", 1),  # stuffing and a restart are data; the end follows
+    (b"\x12\xff\xff\xff\x00", None),  # fill bytes then stuffing: no marker, so no end
+    (b"\x12\xff", None),  # cut after an 0xFF
+])
+def test_the_scan_count_reads_entropy_coded_data_to_its_next_marker(entropy, scans):
+    from galleries.ingest.raster import jpeg_scans
+
+    sos = b"\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00"  # a scan header of one component
+    data = b"\xff\xd8" + sos + entropy
+    if scans is not None:
+        data += b"\xff\xff\xd9"  # a fill byte before the end marker
+    assert jpeg_scans(data) == scans
+    assert jpeg_scans(b"\xff\xd8" + sos + b"\x01\xff\x00" + sos + b"\x02\xff\xd9") == 2
+
+
 @pytest.mark.parametrize("mode", ["RGB", "RGBA"])
 def test_colour_conversion_in_place_gives_the_pixels_a_copy_would(mode):
     from PIL import ImageCms
