@@ -15,6 +15,7 @@ from gunicorn.workers.ggevent import GeventWorker
 from tests.support.services import require_service
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.postgres
 
 
 @pytest.mark.django_db(transaction=True)
