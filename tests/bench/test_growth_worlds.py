@@ -19,7 +19,7 @@ def test_candidates_density_means_members_among_the_recent_chats(postgres):
     def found(density: int, size: int, query: str | None = None) -> list[str]:
         result = group_member_candidates(account=scene.account, source_ref=scene.refs[(density, size)], query=query,
                                          limit=100)
-        return [c.display_name for c in result.candidates]
+        return [c["display_name"] for c in result.candidates]
 
     # The oldest partner, Quill, is never a member: the one person the "oldest partner" query finds.
     assert found(100, 50_000) == ["Quill 200"] and len(found(0, 50_000)) == 100

@@ -211,5 +211,9 @@ def test_a_postgresql_outage_under_load_loses_no_row_and_heals_by_itself(product
     # The calls after the database came back were answered, with their rows, without a restart.
     assert sum(1 for status in after.values() if status == 200) > 20, Counter(after.values())
     assert all(request_id in rows for request_id, status in after.items() if status == 200)
-    assert [r for r in must_have if rows[r][0] == "in_progress"] == []
+    # A write whose effect committed just before the outage began, and whose ending then could
+    # not be written, answers its result and leaves its row in progress (an interrupted call to
+    # the audit, by design: execution._end_write). Only the outage's own window may hold one.
+    window = during - set(list(answered.calls)[:before])
+    assert [r for r in must_have if rows[r][0] == "in_progress" and r not in window] == []
     assert max(idle_seen, default=0) == 0 and idle_in_transaction(stack) == 0, idle_seen
