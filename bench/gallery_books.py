@@ -25,17 +25,14 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from arkme.conversations.models import Message
+from arkme.kernel.sql import table as _t
 from galleries.models import Blob, Extension, Gallery, GalleryItem, PendingOperation
-
-CONFIRMATION = "确认"
-
-
-def _t(model: Any) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
+from galleries.services.gallery_add import is_confirmation  # the contract's rule for 确认, shared
 
 
 def _now() -> Any:
@@ -62,7 +59,7 @@ class Books:
             cursor.execute(f"SELECT b.sha256 FROM {_t(GalleryItem)} i JOIN {_t(Blob)} b ON b.id = i.blob_id"
                            " WHERE i.gallery_id = %s", [gallery_id])
             present = {sha for (sha,) in cursor.fetchall()}
-            if len(present | {stored for _, stored in prepared}) > 20:
+            if len(present | {stored for _, stored in prepared}) > settings.ARKME_GALLERY_CAPACITY:
                 raise ValueError("over capacity")
             cursor.execute(f"SELECT MAX(id) FROM {_t(Message)} WHERE session_id = %s", [self.session])
             latest = cursor.fetchone()[0] or 0
@@ -88,7 +85,7 @@ class Books:
             cursor.execute(f"SELECT id, text FROM {_t(Message)} WHERE session_id = %s ORDER BY id DESC LIMIT 1",
                            [self.session])
             latest = cursor.fetchone()
-            if status != "pending" or latest is None or latest[0] <= after or latest[1].strip() != CONFIRMATION:
+            if status != "pending" or latest is None or latest[0] <= after or not is_confirmation(latest[1]):
                 raise ValueError("not confirmed")
         with transaction.atomic(durable=True), connection.cursor() as cursor:
             lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
@@ -102,7 +99,7 @@ class Books:
             items = cursor.fetchall()
             present = {sha for _, sha in items}
             new = [image for image in dict((image[0], image) for image in stored).values() if image[0] not in present]
-            if len(items) + len(new) > 20:
+            if len(items) + len(new) > settings.ARKME_GALLERY_CAPACITY:
                 raise ValueError("over capacity")
             now = _now()
             if new:

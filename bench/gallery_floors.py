@@ -75,7 +75,9 @@ def _png_needs_encoding(data: bytes) -> bool:
 
 
 def _is_svg(data: bytes) -> bool:
-    return data.lstrip()[:1] == b"<"  # every raster format starts with its binary signature
+    # Every raster format starts with its binary signature; only the head is looked at, never
+    # a copy of the whole source.
+    return data[:1024].lstrip()[:1] == b"<"
 
 
 def _derived_parts(data: bytes) -> list[bytes] | list[memoryview]:
