@@ -67,7 +67,7 @@ def install(n: int) -> None:
 
 def listed_definitions(n: int) -> list[dict[str, Any]]:
     """The definitions exactly as the product's ``tools/list`` publishes them, for the peer."""
-    from toolregistry.api.mcp import server_for
+    from toolregistry.mcp.server import server_for
 
     server = server_for(registrar(n).toolset(PROFILE, PHASES))
     return [dict(tool.definition) for tool in server._tools.values()]

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from arkme.kernel.errors import Conflict, ErrorCode, InvalidRequest, NotFound
+from arkme.kernel.errors import Conflict, ErrorCode, InvalidRequest, NotAuthenticated, NotFound
 from arkme.kernel.ids import token_digest
 from arkme.kernel.profiles import Profile
 from arkme.kernel.sql import column, table
@@ -18,6 +18,19 @@ from .models import DshClient
 
 KEY_PREFIX = "dsh_"
 MAX_KEY_LENGTH = 200
+
+
+def bearer_key(header: str) -> str | None:
+    """The client key of an ``Authorization`` header, by the one rule both doors use: None
+    without a header; ``Bearer`` (any case) and one ASCII token, else ``NotAuthenticated``."""
+    parts = header.split()
+    if not parts:
+        return None
+    if len(parts) != 2 or parts[0].lower() != "bearer":
+        raise NotAuthenticated("Use 'Authorization: Bearer <client key>'.")
+    if not parts[1].isascii():
+        raise NotAuthenticated("The client key is not valid.")
+    return parts[1]
 
 
 def _new_key() -> str:

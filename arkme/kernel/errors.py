@@ -9,6 +9,7 @@ user id or attacker-chosen text.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -101,6 +102,12 @@ class ErrorCode(enum.StrEnum):
     NOT_A_MEMBER = "not_a_member"
     UNKNOWN_JOIN_REQUEST = "unknown_join_request"
     JOIN_REQUEST_DECIDED = "join_request_decided"
+
+
+# What goes with a refusal on every door (REST and MCP): the challenge of a 401 and when a
+# dependency's 503 is worth trying again.
+WWW_AUTHENTICATE = 'Bearer realm="dsh"'
+RETRY_AFTER_SECONDS = "5"
 
 
 class ArkmeError(Exception):
@@ -252,3 +259,16 @@ def error_from_answer(error: dict[str, Any], status: int) -> ArkmeError:
     raised = ArkmeError(error.get("message"), code=code, details=error.get("details"))
     raised.http_status = status
     return raised
+
+
+def refusal_headers(status: int, envelope: Mapping[str, Any]) -> dict[str, str]:
+    """The headers of a refusal, the same on every door: ``WWW-Authenticate`` on a 401,
+    ``Retry-After`` on a 429 (the caller's limit, from its details) and on a 503."""
+    if status == 401:
+        return {"WWW-Authenticate": WWW_AUTHENTICATE}
+    if status == 429:
+        details = envelope.get("error", {}).get("details", {})
+        return {"Retry-After": str(details.get("retry_after_seconds", 1))}
+    if status == 503:
+        return {"Retry-After": RETRY_AFTER_SECONDS}
+    return {}

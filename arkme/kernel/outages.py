@@ -25,11 +25,8 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.template import loader
 
-from .errors import DatabaseUnavailable, DependencyUnavailable
+from .errors import RETRY_AFTER_SECONDS, DatabaseUnavailable, DependencyUnavailable
 from .logs import record_server_error
-
-# What a 503 tells a client to wait before trying again: an outage that lasts is a 503 again.
-RETRY_AFTER_SECONDS = "5"
 
 try:  # Django's connection pool (OPTIONS["pool"]) raises it when no connection comes in time.
     from psycopg_pool import PoolTimeout

@@ -7,26 +7,10 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from arkme.conversations.clients import client_for_key
+from arkme.conversations.clients import bearer_key, client_for_key
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_for_key
-from arkme.kernel.errors import NotAuthenticated, NotFound
-
-# The challenge every 401 of the DSH API (REST and MCP) carries.
-WWW_AUTHENTICATE = 'Bearer realm="dsh"'
-
-
-def bearer_key(header: str) -> str | None:
-    """The client key of an ``Authorization`` header, by the one rule both doors use: None
-    without a header; ``Bearer`` (any case) and one ASCII token, else ``NotAuthenticated``."""
-    parts = header.split()
-    if not parts:
-        return None
-    if len(parts) != 2 or parts[0].lower() != "bearer":
-        raise NotAuthenticated("Use 'Authorization: Bearer <client key>'.")
-    if not parts[1].isascii():
-        raise NotAuthenticated("The client key is not valid.")
-    return parts[1]
+from arkme.kernel.errors import WWW_AUTHENTICATE, NotAuthenticated, NotFound
 
 
 class DshClientAuthentication(BaseAuthentication):

@@ -19,11 +19,9 @@ from django_mcpz.jsonrpc import INVALID_REQUEST, error_response
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from arkme.kernel.errors import ArkmeError, ErrorCode
+from arkme.kernel.errors import WWW_AUTHENTICATE, ArkmeError, ErrorCode, refusal_headers
 from arkme.kernel.logs import record_server_error
-from arkme.kernel.outages import RETRY_AFTER_SECONDS, current_outage, outage_error, unavailable_response
-
-from .authentication import WWW_AUTHENTICATE
+from arkme.kernel.outages import current_outage, outage_error, unavailable_response
 
 logger = logging.getLogger("arkme.api")
 
@@ -64,10 +62,8 @@ def envelope(code: ErrorCode, message: str, status: int, details: dict[str, Any]
 
 def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, ArkmeError):
-        headers = {"WWW-Authenticate": WWW_AUTHENTICATE} if exc.http_status == 401 else None
-        if exc.http_status == 429 and "retry_after_seconds" in exc.details:
-            headers = {"Retry-After": str(exc.details["retry_after_seconds"])}
-        return Response(exc.as_envelope(), status=exc.http_status, headers=headers)
+        body = exc.as_envelope()
+        return Response(body, status=exc.http_status, headers=refusal_headers(exc.http_status, body))
     if isinstance(exc, drf.ValidationError):
         fields = _fields(exc.detail) or ["body"]
         return envelope(ErrorCode.INVALID_REQUEST, "Invalid request: " + ", ".join(fields) + ".", 400, {"fields": fields})
@@ -101,7 +97,8 @@ def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return envelope(ErrorCode.ERROR, "The request could not be completed.", exc.status_code)
     outage = outage_error(exc)  # authentication reads the database too
     if outage is not None:
-        return Response(outage.as_envelope(), status=outage.http_status, headers={"Retry-After": RETRY_AFTER_SECONDS})
+        body = outage.as_envelope()
+        return Response(body, status=outage.http_status, headers=refusal_headers(outage.http_status, body))
     # Its one log line, with the traceback, is the request's 5xx line (arkme.kernel.logs).
     record_server_error(exc)
     return envelope(ErrorCode.INTERNAL_ERROR, "Something went wrong on our side.", 500)

@@ -1,7 +1,9 @@
+"""The DSH API's routes: the REST views and each session's MCP endpoint."""
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from . import mcp, views
+from ..mcp.door import session_mcp
+from . import views
 
 app_name = "dsh"
 
@@ -9,7 +11,7 @@ app_name = "dsh"
 # Every route ends where it is anchored, so their order changes what is tried, never what matches.
 session_patterns = [
     path("tools/<str:name>/execute", views.ExecuteApi.as_view(), name="execute"),
-    path("mcp", mcp.session_mcp, name="mcp"),
+    path("mcp", session_mcp, name="mcp"),
     path("tools/<str:name>/pre-execute", views.PreExecuteApi.as_view(), name="pre-execute"),
     path("messages", views.MessagesApi.as_view(), name="messages"),
     path("phases/attachments", views.AttachmentsPhaseApi.as_view(), name="attachments"),

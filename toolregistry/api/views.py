@@ -18,9 +18,12 @@ from rest_framework.serializers import Serializer
 from arkme.conversations.messages import message_record
 from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_close, session_open, session_set_attachments
+from arkme.kernel.errors import refusal_headers
 
+from ..calls import call_for
 from ..catalog import CATALOG, Catalog
 from ..execution import tool_execute, tool_pre_execute
+from ..models import Surface
 from ..registrar import Toolset
 from ..sessions import session_toolset
 from . import serializers as s
@@ -241,8 +244,10 @@ class PreExecuteApi(DshApiView):
     def post(self, request: Request, session: str, name: str) -> Response:
         agent_session = request_session(request)
         data = _call_request(s.ArgumentsRequest, request)
+        call = call_for(client=_client(request), session=agent_session, name=name, arguments=data["arguments"],
+                        surface=Surface.REST)
         with transaction.atomic():
-            decision = tool_pre_execute(session=agent_session, name=name, arguments=data["arguments"])
+            decision = tool_pre_execute(call)
         return Response(decision)
 
 
@@ -260,11 +265,12 @@ class ExecuteApi(DshApiView):
     def post(self, request: Request, session: str, name: str) -> HttpResponse:
         agent_session = request_session(request)
         data = _call_request(s.ExecuteRequest, request)
-        key = idempotency_key_of(request)
-        outcome = tool_execute(client=_client(request), session=agent_session, name=name,
-                               arguments=data["arguments"], approval=data.get("approval"),
-                               idempotency_key=key)
+        call = call_for(client=_client(request), session=agent_session, name=name, arguments=data["arguments"],
+                        surface=Surface.REST, idempotency_key=idempotency_key_of(request),
+                        approval=data.get("approval"))
+        outcome = tool_execute(call)
         response = self.rendered(request, outcome.body, outcome.status)
-        if outcome.status == 429:  # throttled: when to try again, as the header says it too
-            response["Retry-After"] = str(outcome.body["error"].get("details", {}).get("retry_after_seconds", 1))
+        if outcome.status >= 400:
+            for header, value in refusal_headers(outcome.status, outcome.body).items():
+                response[header] = value
         return response

@@ -88,17 +88,17 @@ def test_a_bug_the_database_reports_stays_a_500(dsh, session, monkeypatch):
 
 
 def test_mcp_before_the_call_is_an_http_503_envelope(dsh, session, monkeypatch):
-    from toolregistry.api import mcp
+    from toolregistry.mcp import door
 
-    monkeypatch.setattr(mcp, "session_for_key", raise_outage)
+    monkeypatch.setattr(door, "session_for_key", raise_outage)
     response = Mcp(dsh, session).rpc("tools/call", {"name": "arkme_context", "arguments": {}})
     assert response.status_code == 503 and response.json()["error"]["code"] == "database_unavailable"
 
 
 def test_mcp_tool_call_in_an_outage_is_the_tool_error_database_unavailable(dsh, session, monkeypatch):
-    from toolregistry.api import mcp
+    from toolregistry.mcp import server
 
-    monkeypatch.setattr(mcp, "tool_execute", raise_outage)
+    monkeypatch.setattr(server, "tool_execute", raise_outage)
     response = Mcp(dsh, session).rpc("tools/call", {"name": "arkme_context", "arguments": {}})
     assert response.status_code == 200, response.content
     result = response.json()["result"]
