@@ -18,9 +18,7 @@ from typing import Any
 
 from PIL import Image, ImageCms
 
-from arkme.kernel.errors import ErrorCode
-
-from .rejection import ImageRejected, unreadable_profile
+from .rejection import undecodable, unreadable_profile
 from .vips import libvips
 
 SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
@@ -108,7 +106,7 @@ def check_palette(image: Image.Image, field: str | None) -> None:
         entries = len(image.getpalette("RGB") or ()) // 3
         extrema = image.getextrema()
         if not isinstance(extrema[1], (int, float)) or extrema[1] >= entries:
-            raise ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field)
+            raise undecodable(field)
 
 
 def _palette_to_srgb(image: Image.Image, source: Any) -> Image.Image:

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from arkme.kernel.offload import offload
 
+from .normalised import Normalised
 from .png_stream import png_image_chunks
-from .raster import Normalised, normalise_raster, sniff
+from .raster import normalise_raster, sniff
 from .svg_render import render_png_via_task
 from .svg_sanitise import sanitise_svg
 

@@ -11,5 +11,9 @@ class ImageRejected(ContentRejected):
         super().__init__(message, code=code, details={"fields": [field]} if field else None)
 
 
+def undecodable(field: str | None) -> ImageRejected:
+    return ImageRejected(ErrorCode.INVALID_IMAGE, "The image could not be decoded.", field)
+
+
 def unreadable_profile(field: str | None) -> ImageRejected:
     return ImageRejected(ErrorCode.INVALID_IMAGE, "The image's colour profile cannot be read.", field)

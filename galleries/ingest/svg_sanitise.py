@@ -19,7 +19,8 @@ from defusedxml import DefusedXmlException
 from arkme.kernel.errors import ErrorCode
 from arkme.kernel.text import size_text
 
-from .raster import MAX_SIDE, MIN_SIDE, ImageRejected
+from .limits import check_sides
+from .rejection import ImageRejected
 
 SVG_NS = "http://www.w3.org/2000/svg"
 MAX_SVG_BYTES = 1024 * 1024
@@ -189,8 +190,7 @@ def _output_size(root: ET.Element, field: str | None) -> tuple[int, int]:
     else:
         width, height = given_w, given_h
     out_w, out_h = round(width), round(height)
-    if not (MIN_SIDE <= out_w <= MAX_SIDE and MIN_SIDE <= out_h <= MAX_SIDE):
-        raise ImageRejected(ErrorCode.IMAGE_DIMENSIONS, f"Each side must be {MIN_SIDE} to {MAX_SIDE} pixels.", field)
+    check_sides(out_w, out_h, field)
     return out_w, out_h
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from arkme.kernel.errors import ArkmeError, ErrorCode, InvalidArguments, NotFound, PayloadTooLarge
 from arkme.kernel.text import size_text
 
-from .raster import MAX_SOURCE_BYTES, ImageRejected
+from .limits import MAX_SOURCE_BYTES
+from .rejection import ImageRejected
 
 SYS_OPENAT2 = 437  # the same number on x86_64 and aarch64
 RESOLVE_NO_MAGICLINKS = 0x02

@@ -18,8 +18,10 @@ from arkme.kernel.errors import ArkmeError, ErrorCode, InvalidArguments
 from arkme.kernel.signing import RefExpired, RefInvalid
 
 from ..blobs.storage import blob_key, blob_store
+from ..ingest.limits import MAX_SOURCE_BYTES
 from ..ingest.process_image import sha256_hex
-from ..ingest.raster import MAX_SOURCE_BYTES, ImageRejected, sniff
+from ..ingest.raster import sniff
+from ..ingest.rejection import ImageRejected
 from ..ingest.workspace import read_workspace_file, source_too_large
 from ..models import AccountImage
 from ..selectors import SourceArguments

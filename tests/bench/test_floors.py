@@ -61,7 +61,7 @@ def test_the_floor_stores_and_records_what_the_product_does(kind, gs, tmp_path):
 
 
 def test_the_floor_runs_the_required_checks():
-    from galleries.ingest.raster import ImageRejected
+    from galleries.ingest.rejection import ImageRejected
 
     with pytest.raises(ImageRejected):
         floor.derive(images.svg('<script>alert(1)</script>'))

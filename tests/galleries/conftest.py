@@ -7,14 +7,14 @@ import pytest
 def encoder_keeps(monkeypatch) -> list[bool]:
     """For each libvips encoding from here on, whether it kept its output (confirm, which stores
     the bytes) or only fed the fingerprint (prepare)."""
-    from galleries.ingest import raster
+    from galleries.ingest.normalised import EncodedOutput
 
     kept: list[bool] = []
-    real = raster._EncodedOutput.__init__
+    real = EncodedOutput.__init__
 
     def spy(self, keep):
         kept.append(keep)
         real(self, keep)
 
-    monkeypatch.setattr(raster._EncodedOutput, "__init__", spy)
+    monkeypatch.setattr(EncodedOutput, "__init__", spy)
     return kept

@@ -13,8 +13,10 @@ import zlib
 import pytest
 from PIL import Image, ImageCms, ImageOps
 
-from galleries.ingest import colour, raster, vips
-from galleries.ingest.raster import ImageRejected, process_raster
+from galleries.ingest import colour, limits, vips
+from galleries.ingest.normalised import EncodedOutput
+from galleries.ingest.raster import process_raster
+from galleries.ingest.rejection import ImageRejected
 from tests.support import images
 
 
@@ -47,7 +49,7 @@ def _palette_png(depth: int, orientation: int = 6, icc: bytes | None = None, tra
 
 def _rgba16_png(orientation: int = 6, icc: bytes | None = None, size=(480, 360)) -> bytes:
     """A 16-bit RGBA PNG of two quadrants, which Pillow reads as 8-bit RGBA."""
-    pyvips = raster._pyvips()
+    pyvips = vips.libvips()
     left = (pyvips.Image.xyz(*size)[0] < size[0] // 2).ifthenelse([64000, 5000, 5000, 65535], [5000, 5000, 64000, 40000])
     image = left.cast("ushort").copy(interpretation="rgb16")
     image.set_type(pyvips.GValue.blob_type, "exif-data", _exif(orientation))
@@ -57,7 +59,7 @@ def _rgba16_png(orientation: int = 6, icc: bytes | None = None, size=(480, 360))
 
 
 def _no_libvips_decode(monkeypatch) -> None:
-    pyvips = raster._pyvips()
+    pyvips = vips.libvips()
     for name in ("pngload_source", "jpegload_source"):
         monkeypatch.setattr(pyvips.Image, name, lambda *a, **k: pytest.fail("libvips decoded an image Pillow can lend"))
 
@@ -142,7 +144,7 @@ def test_a_turned_image_pillow_decodes_whole_and_fast_is_lent_to_libvips(kind, l
         source = out.getvalue()
     lent = []
     real = vips.lent_pixels
-    monkeypatch.setattr(raster, "lent_pixels", lambda image: lent.append(image.mode) or real(image))
+    monkeypatch.setattr(vips, "lent_pixels", lambda image: lent.append(image.mode) or real(image))
     if lends:
         _no_libvips_decode(monkeypatch)
     clean, width, height = process_raster(source, fmt.lower())
@@ -156,7 +158,7 @@ def test_a_turned_image_pillow_decodes_whole_and_fast_is_lent_to_libvips(kind, l
 
 def test_a_turned_cmyk_jpeg_is_held_in_rgb(monkeypatch):
     """Converted as it is decoded, then held for its turn: three bytes a pixel, not four."""
-    pyvips = raster._pyvips()
+    pyvips = vips.libvips()
     held: list[tuple[int, str]] = []
     real = pyvips.Image.copy_memory
     monkeypatch.setattr(pyvips.Image, "copy_memory", lambda self: held.append((self.bands, self.interpretation)) or real(self))
@@ -171,7 +173,7 @@ def test_pixels_lent_or_decoded_by_libvips_are_the_same_pixels(monkeypatch):
     the same 8-bit pixels in either library (the high byte), and is stored byte for byte alike."""
     source = _rgba16_png(icc=images.p3_profile())
     lent = process_raster(source, "png")[0]
-    monkeypatch.setattr(raster, "can_lend", lambda image: False)
+    monkeypatch.setattr(vips, "can_lend", lambda image: False)
     assert process_raster(source, "png")[0] == lent
 
 
@@ -181,7 +183,7 @@ def test_the_decoded_image_is_let_go_before_the_encoded_output_is_joined(kind, m
 
     core = type(Image.core.new("L", (1, 1)))
     alive: list[tuple[int, int]] = []
-    joined = raster._EncodedOutput.joined
+    joined = EncodedOutput.joined
 
     def spy(self):
         gc.collect()
@@ -191,7 +193,7 @@ def test_the_decoded_image_is_let_go_before_the_encoded_output_is_joined(kind, m
         return joined(self)
 
     source = _palette_png(8) if kind == "palette" else _rgba16_png(size=(400, 330))
-    monkeypatch.setattr(raster._EncodedOutput, "joined", spy)
+    monkeypatch.setattr(EncodedOutput, "joined", spy)
     clean, width, height = process_raster(source, "png")
     assert alive == [(0, 0)] and (width, height) == (330, 400)
 
@@ -199,8 +201,8 @@ def test_the_decoded_image_is_let_go_before_the_encoded_output_is_joined(kind, m
 def test_cmyk_without_a_profile_is_converted_exactly_as_pillow_converts_it():
     pixels = bytes(v for k in range(0, 256, 3) for c in range(256) for v in (c, 255 - c, (c * 7 + k) % 256, k))
     size = (256, len(pixels) // 4 // 256)
-    cmyk = raster._pyvips().Image.new_from_memory(pixels, *size, 4, "uchar").copy(interpretation="cmyk")
-    converted = raster._cmyk_to_rgb(cmyk)
+    cmyk = vips.libvips().Image.new_from_memory(pixels, *size, 4, "uchar").copy(interpretation="cmyk")
+    converted = vips.cmyk_to_rgb(cmyk)
     assert converted.bands == 3 and converted.format == "uchar"
     assert converted.write_to_memory() == Image.frombytes("CMYK", size, pixels).convert("RGB").tobytes()
 
@@ -217,7 +219,7 @@ def test_a_cmyk_jpeg_is_stored_as_rgb_in_the_colours_pillow_gave_it(turned):
 
 
 def test_a_cmyk_jpeg_is_converted_from_its_profile():
-    cmyk_profile = raster._pyvips().Image.black(8, 8, bands=3).copy(interpretation="srgb").icc_transform("cmyk")
+    cmyk_profile = vips.libvips().Image.black(8, 8, bands=3).copy(interpretation="srgb").icc_transform("cmyk")
     icc = bytes(cmyk_profile.get("icc-profile-data"))
     ink = Image.new("CMYK", (400, 320), (0, 200, 200, 20))
     out = io.BytesIO()
@@ -247,7 +249,7 @@ def test_a_gif_keeps_its_transparent_entry():
 
 
 def test_a_palette_png_past_the_stored_limit_is_stopped_and_refused(monkeypatch):
-    monkeypatch.setattr(raster, "MAX_STORED_BYTES", 2_000)
+    monkeypatch.setattr(limits, "MAX_STORED_BYTES", 2_000)
     noisy = Image.frombytes("L", (400, 330), bytes((i * 7919) % 251 for i in range(400 * 330))).convert("P")
     out = io.BytesIO()
     noisy.save(out, "PNG", exif=_exif(6))

@@ -158,7 +158,7 @@ def test_the_fingerprint_of_a_kept_png_holds_no_second_copy_of_it():
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_hostile_png_is_reencoded_or_refused_and_what_is_stored_decodes_strictly(name, figures):
-    from galleries.ingest.raster import ImageRejected
+    from galleries.ingest.rejection import ImageRejected
 
     figures.add("hostile_png_classes_tried")
     try:

@@ -8,9 +8,11 @@ import random
 import pytest
 from PIL import Image, ImageCms, ImageFile, ImageOps
 
-from galleries.ingest import raster
+from galleries.ingest import limits, raster, vips
+from galleries.ingest.normalised import EncodedOutput
 from galleries.ingest.process_image import image_facts, process_image
-from galleries.ingest.raster import ImageRejected, process_raster, sniff
+from galleries.ingest.raster import process_raster, sniff
+from galleries.ingest.rejection import ImageRejected
 from tests.support import images
 
 
@@ -135,14 +137,14 @@ def test_an_encoding_that_outgrows_the_stored_limit_is_stopped_and_refused(monke
     """libvips writes its output a chunk at a time; past the stored limit it is stopped there,
     not after the whole output has been made and held."""
     seen: list[int] = []
-    real = raster._EncodedOutput.write
+    real = EncodedOutput.write
 
     def spy(self, chunk):
         seen.append(self.size + len(chunk))
         return real(self, chunk)
 
-    monkeypatch.setattr(raster, "MAX_STORED_BYTES", 20_000)
-    monkeypatch.setattr(raster._EncodedOutput, "write", spy)
+    monkeypatch.setattr(limits, "MAX_STORED_BYTES", 20_000)
+    monkeypatch.setattr(EncodedOutput, "write", spy)
     noisy = Image.frombytes("RGB", (800, 600), bytes(random.Random(5).randbytes(800 * 600 * 3)))
     exif = Image.Exif()
     exif[0x0112] = 6
@@ -227,9 +229,9 @@ def test_unknown_ancillary_chunks_are_dropped():
 
 
 def test_an_upright_exif_is_dropped_without_encoding_again(monkeypatch):
-    from galleries.ingest import raster as imaging
+    from galleries.ingest import pillow
 
-    monkeypatch.setattr(imaging, "_encode", lambda image, fmt: pytest.fail("encoded again"))
+    monkeypatch.setattr(pillow, "encode", lambda image, fmt: pytest.fail("encoded again"))
     clean, width, height = process_raster(images.png_with_exif_orientation((600, 400), orientation=1), "png")
     assert (width, height) == (600, 400) and b"eXIf" not in clean
 
@@ -296,7 +298,7 @@ def test_colour_conversion_in_place_gives_the_pixels_a_copy_would(mode):
     from PIL import ImageCms
 
     from galleries.ingest.colour import SRGB as _SRGB
-    from galleries.ingest.raster import _to_srgb
+    from galleries.ingest.colour import to_srgb as _to_srgb
 
 
     icc = images.p3_profile()  # an sRGB profile's transform is skipped: it changes nothing
@@ -374,7 +376,7 @@ def test_a_photograph_profile_is_applied_and_dropped():
 def test_libvips_decodes_the_bytes_where_they_are_not_a_copy(monkeypatch, fmt):
     """A loader handed a buffer copies it first, and the copy sat beside the decoded image;
     a memory source reads the caller's bytes."""
-    pyvips = raster._pyvips()
+    pyvips = vips.libvips()
 
     def copies(*args, **kwargs):
         raise AssertionError("a buffer loader copies the source")
@@ -390,7 +392,7 @@ def test_libvips_decodes_the_bytes_where_they_are_not_a_copy(monkeypatch, fmt):
 
 
 def test_libvips_keeps_no_decoded_image_after_a_call():
-    from galleries.ingest.raster import _pyvips
+    from galleries.ingest.vips import libvips as _pyvips
 
     assert _pyvips().cache_get_max() == 0
 
@@ -451,9 +453,7 @@ def test_png_orientation_from_xmp_and_a_raw_exif_profile():
 
 
 def test_a_16_bit_png_is_left_to_pillow(monkeypatch):
-    from galleries.ingest import raster
-
-    monkeypatch.setattr(raster, "_vips_normalise", lambda *args: pytest.fail("libvips took a 16-bit PNG"))
+    monkeypatch.setattr(vips, "normalise", lambda *args: pytest.fail("libvips took a 16-bit PNG"))
     exif = Image.Exif()
     exif[0x0112] = 6
     out = io.BytesIO()
@@ -535,14 +535,14 @@ def test_the_decoded_image_is_let_go_before_the_encoded_output_is_joined(monkeyp
     import pyvips
 
     alive: list[int] = []
-    joined = raster._EncodedOutput.joined
+    joined = EncodedOutput.joined
 
     def spy(self):
         gc.collect()
         alive.append(sum(isinstance(o, pyvips.Image) for o in gc.get_objects()))
         return joined(self)
 
-    monkeypatch.setattr(raster._EncodedOutput, "joined", spy)
+    monkeypatch.setattr(EncodedOutput, "joined", spy)
     clean, width, height = process_raster(images.jpeg_with_gps_and_orientation(), "jpeg")
     assert alive == [0] and clean.startswith(b"\xff\xd8") and (width, height) != (0, 0)
 

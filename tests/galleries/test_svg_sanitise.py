@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from galleries.ingest.raster import ImageRejected
+from galleries.ingest.rejection import ImageRejected
 from galleries.ingest.svg_sanitise import sanitise_svg
 from tests.support.images import BAD_SVG, svg
 
