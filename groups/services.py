@@ -1,6 +1,7 @@
 """Write services of the group domain: memberships, additions, invitations, join requests."""
 from __future__ import annotations
 
+import enum
 import logging
 import secrets
 from dataclasses import dataclass
@@ -61,8 +62,8 @@ def private_chat_ensure(*, a: Account, b: Account) -> PrivateChat:
 
 # --- candidates ------------------------------------------------------------------------------
 
-class Scope:
-    """Which chats a candidates call searched."""
+class Scope(enum.StrEnum):
+    """Which chats a candidates call searched (a value of the tool's result)."""
 
     RECENT = "recent"  # the newest ARKME_CANDIDATE_RECENT_CHATS (a call without a query)
     ALL = "all"  # every private chat of the user (a call with a query)
@@ -74,7 +75,7 @@ class Candidates:
     # Built once as the projection the tool answers with: a call makes fifty.
     candidates: list[CandidateView]
     truncated: bool
-    scope: str
+    scope: Scope
 
 
 def group_member_candidates(*, account: AccountIdentity, source_ref: str, query: str | None = None,
@@ -95,7 +96,9 @@ def group_member_candidates(*, account: AccountIdentity, source_ref: str, query:
 
 # --- additions -------------------------------------------------------------------------------
 
-class Outcome:
+class Outcome(enum.StrEnum):
+    """What became of one ref of an add (a value of the tool's result), or how it was judged."""
+
     ADDED = "added"
     INVITED = "invited"
     ALREADY_MEMBER = "already_member"
@@ -112,7 +115,7 @@ class Outcome:
 @dataclass(frozen=True)
 class Judged:
     ref: str
-    outcome: str
+    outcome: Outcome
     person: Account | None = None
     chat: PrivateChat | None = None
 
@@ -121,7 +124,7 @@ def _judge(account: AccountIdentity, group: Group, refs: Sequence[str]) -> list[
     """Everything about each ref that can be known without writing, in two statements for
     any number of refs: the chats they name (with both people), and which are members."""
     chat_ids: dict[str, str] = {}
-    early: dict[str, str] = {}
+    early: dict[str, Outcome] = {}
     for ref in refs:
         try:
             chat_ids[ref] = read_candidate_ref(ref, account_public_id=account.public_id,
@@ -273,22 +276,23 @@ def invitation_check_usable(invitation: Invitation) -> None:
         raise InvitationUnusable("This invitation link has expired.")
 
 
-def invitation_for_token(token: str) -> Invitation:
-    invitation = Invitation.objects.select_related("group", "invitee").filter(token_hash=token_digest(token)).first()
+def invitation_for_token(token: str, *, invitee: AccountIdentity, lock: bool = False) -> Invitation:
+    """The invitation a token names, for its invitee alone: ``InvitationUnusable`` when it names
+    none, ``Forbidden`` for anyone else. ``lock`` takes its row (and its group's) for update."""
+    invitations = (Invitation.objects.select_for_update().select_related("group") if lock
+                   else Invitation.objects.select_related("group", "invitee"))
+    invitation = invitations.filter(token_hash=token_digest(token)).first()
     if invitation is None:
         raise InvitationUnusable("This invitation link is not valid.")
+    if invitation.invitee_id != invitee.pk:
+        raise Forbidden("This invitation is for someone else.")
     return invitation
 
 
 def invitation_accept(*, token: str, account: Account) -> JoinRequest | None:
     """Turn the invitee's invitation into a join request. None if they are already a member."""
     with transaction.atomic(durable=True):
-        invitation = (Invitation.objects.select_for_update().select_related("group")
-                      .filter(token_hash=token_digest(token)).first())
-        if invitation is None:
-            raise InvitationUnusable("This invitation link is not valid.")
-        if invitation.invitee_id != account.pk:
-            raise Forbidden("This invitation is for someone else.")
+        invitation = invitation_for_token(token, invitee=account, lock=True)
         invitation_check_usable(invitation)
         invitation.status, invitation.used_at = InvitationStatus.ACCEPTED, timezone.now()
         invitation.save(update_fields=["status", "used_at"])

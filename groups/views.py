@@ -30,11 +30,11 @@ def _unusable(request: HttpRequest, reason: str) -> HttpResponse:
 def join(request: HttpRequest, token: str) -> HttpResponse:
     account = _account(request)
     try:
-        invitation = invitation_for_token(token)
+        invitation = invitation_for_token(token, invitee=account)
     except InvitationUnusable as exc:
         return _unusable(request, str(exc))
-    if invitation.invitee_id != account.pk:
-        raise PermissionDenied
+    except Forbidden as exc:
+        raise PermissionDenied from exc
     if request.method == "GET":
         try:
             invitation_check_usable(invitation)
