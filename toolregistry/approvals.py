@@ -79,7 +79,22 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
 
     The use is one conditional UPDATE, so two calls racing with one token cannot both win.
     Called inside the call's transaction: if the call fails, the approval is still unused.
+    A refusal is counted here, where it leaves for the caller (``approval_void`` makes and
+    swallows the same errors, which refuse nobody).
     """
+    try:
+        _consume(session=session, tool_name=tool_name, digest=digest, token=token)
+    except ApprovalRequired as refused:
+        reason = str(refused.details.get("reason"))
+        APPROVALS.labels(f"refused_{reason}").inc()
+        if reason == "expired":
+            event("arkme.approval.expired")
+        else:
+            event("arkme.approval.refused", **{"arkme.approval.reason": reason})
+        raise
+
+
+def _consume(*, session: AgentSession, tool_name: str, digest: str, token: object) -> None:
     if isinstance(token, SealedApproval):
         _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=token)
         _used()
@@ -115,11 +130,6 @@ def _used() -> None:
 
 
 def _refused(reason: str) -> ApprovalRequired:
-    APPROVALS.labels(f"refused_{reason}").inc()
-    if reason == "expired":
-        event("arkme.approval.expired")
-    else:
-        event("arkme.approval.refused", **{"arkme.approval.reason": reason})
     return ApprovalRequired(details={"reason": reason})
 
 

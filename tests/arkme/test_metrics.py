@@ -153,7 +153,7 @@ def test_several_processes_add_up_through_the_multiprocess_folder(tmp_path):
         f"    request = RequestFactory().get('/metrics', HTTP_AUTHORIZATION='Bearer {TOKEN}')\n"
         "    print(metrics_view(request).content.decode())\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "arkme.settings", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
            "ARKME_METRICS_TOKEN": TOKEN, "DJANGO_SECRET_KEY": "x"}
     root = Path(__file__).resolve().parents[2]
     for _ in range(2):  # two workers, each counting one call
@@ -163,3 +163,26 @@ def test_several_processes_add_up_through_the_multiprocess_folder(tmp_path):
                          capture_output=True, text=True, timeout=60).stdout
     assert 'arkme_tool_calls_total{outcome="ok",surface="rest",tool="arkme_context"} 3.0' in out
     assert list(tmp_path.glob("counter_*.db"))
+
+
+def test_a_refusal_is_counted_where_it_leaves_not_where_it_is_made(metrics, dsh, session):
+    """A declined MCP approval answered twice: the second decline spends nothing and refuses
+    nobody (the approval was void already), so no refusal is counted; a yes on that state is
+    refused to its caller, and counted once."""
+    mcp = Mcp(dsh, session)
+    first = mcp.call("arkme_id_change", {"arkme_id": "alice_counted"})
+    [key] = first["inputRequests"]
+    no = {key: {"action": "decline"}}
+    mcp.call("arkme_id_change", {"arkme_id": "alice_counted"}, request_state=first["requestState"], input_responses=no)
+    before = metrics()
+    mcp.call("arkme_id_change", {"arkme_id": "alice_counted"}, request_state=first["requestState"], input_responses=no)
+    between = metrics()
+    assert value(between, "arkme_approvals_total", event="refused_used") == value(before, "arkme_approvals_total",
+                                                                                   event="refused_used")
+    assert value(between, "arkme_approvals_total", event="declined") == value(
+        before, "arkme_approvals_total", event="declined") + 1
+    yes = {key: {"action": "accept", "content": {"approve": True}}}
+    mcp.call("arkme_id_change", {"arkme_id": "alice_counted"}, request_state=first["requestState"], input_responses=yes)
+    after = metrics()
+    assert value(after, "arkme_approvals_total", event="refused_used") == value(between, "arkme_approvals_total",
+                                                                                event="refused_used") + 1

@@ -19,7 +19,7 @@ from django_mcpz.jsonrpc import INVALID_REQUEST, error_response
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from arkme.kernel.errors import WWW_AUTHENTICATE, ArkmeError, ErrorCode, refusal_headers
+from arkme.kernel.errors import ArkmeError, ErrorCode, refusal_headers
 from arkme.kernel.logs import record_server_error
 from arkme.kernel.outages import current_outage, outage_error, unavailable_response
 
@@ -54,10 +54,13 @@ def _fields(detail: Any, prefix: str = "") -> list[str]:
 
 def envelope(code: ErrorCode, message: str, status: int, details: dict[str, Any] | None = None,
              headers: dict[str, str] | None = None) -> Response:
-    error: dict[str, Any] = {"code": str(code), "message": message}
-    if details:
-        error["details"] = details
-    return Response({"error": error}, status=status, headers=headers)
+    """A refusal the framework raised, in the envelope and with the headers every refusal has."""
+    body = _envelope(code, message, details)
+    return Response(body, status=status, headers=headers or refusal_headers(status, body))
+
+
+def _envelope(code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    return ArkmeError(message, code=code, details=details).as_envelope()
 
 
 def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
@@ -70,8 +73,7 @@ def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, drf.ParseError):
         return envelope(ErrorCode.MALFORMED_REQUEST, "The request body could not be parsed.", 400)
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
-        return envelope(ErrorCode.NOT_AUTHENTICATED, "A valid client key is required.", 401,
-                        headers={"WWW-Authenticate": WWW_AUTHENTICATE})
+        return envelope(ErrorCode.NOT_AUTHENTICATED, "A valid client key is required.", 401)
     if isinstance(exc, (drf.PermissionDenied, PermissionDenied)):
         return envelope(ErrorCode.FORBIDDEN, "This is not allowed.", 403)
     if isinstance(exc, (drf.NotFound, Http404)):
@@ -122,13 +124,13 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
         code, message, status = ErrorCode.INVALID_REQUEST, "The request is malformed.", 400
     if request.path.endswith("/mcp"):
         return error_response(None, INVALID_REQUEST, message, status=HTTPStatus(status))
-    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+    return JsonResponse(_envelope(code, message), status=status)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """JSON under the DSH API, Django's page elsewhere."""
     if _is_api(request):
-        return JsonResponse({"error": {"code": ErrorCode.NOT_FOUND, "message": "Not found."}}, status=404)
+        return JsonResponse(_envelope(ErrorCode.NOT_FOUND, "Not found."), status=404)
     return defaults.page_not_found(request, exception)
 
 
@@ -139,7 +141,5 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if outage is not None:
         return unavailable_response(request, outage)
     if _is_api(request):
-        return JsonResponse(
-            {"error": {"code": ErrorCode.INTERNAL_ERROR, "message": "Something went wrong on our side."}}, status=500
-        )
+        return JsonResponse(_envelope(ErrorCode.INTERNAL_ERROR, "Something went wrong on our side."), status=500)
     return defaults.server_error(request)

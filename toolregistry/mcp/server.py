@@ -72,7 +72,7 @@ def _tool_error(result: dict[str, Any]) -> dict[str, Any]:
     envelope = exchange.refusal
     if envelope is None:
         text = " ".join(str(part.get("text", "")) for part in result.get("content", []))
-        envelope = {"error": {"code": str(ErrorCode.INTERNAL_ERROR), "message": text}}
+        envelope = ArkmeError(text, code=ErrorCode.INTERNAL_ERROR).as_envelope()
     return {**result, "content": [{"type": "text", "text": _json_text(envelope)}], "structuredContent": envelope}
 
 
