@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from arkme.accounts.models import AccountIdentity
@@ -97,6 +98,22 @@ def _check_capacity(current: int, adding: int) -> None:
         )
 
 
+def _pending_add(account: AccountIdentity, target: Extension) -> PendingOperation | None:
+    """The account's pending add to this extension: one at most (a unique constraint)."""
+    return PendingOperation.objects.filter(
+        account_id=account.pk, extension=target, status=OperationStatus.PENDING
+    ).select_related("extension__gallery").first()
+
+
+def _named(account: AccountIdentity, session: SessionKey, extension: str, operation: str) -> QuerySet[PendingOperation]:
+    """The operation a call names, if it is the account's, prepared in this session, for an
+    extension the account owns."""
+    return PendingOperation.objects.filter(
+        public_id=str(operation), account_id=account.pk, session_id=session.pk,
+        extension__public_id=str(extension), extension__owner_id=account.pk,
+    )
+
+
 def _pending_conflict() -> Conflict:
     return Conflict("Another add to this gallery is waiting for confirmation; confirm or cancel it first.",
                     code=ErrorCode.OPERATION_PENDING)
@@ -108,9 +125,7 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
     target = extension_for_owner(account, extension)
     handles = resolve_handles(account=account, session=session, arguments=source)
     digest = _digest(target, handles)
-    existing = PendingOperation.objects.filter(
-        account_id=account.pk, extension=target, status=OperationStatus.PENDING
-    ).select_related("extension__gallery").first()
+    existing = _pending_add(account, target)
     if existing is not None and existing.session_id != session.pk and not (
             existing.session_id and session_is_live(existing.session_id)):
         # Its session ended (closed, or idle and not yet purged): it blocks nobody.
@@ -144,9 +159,7 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
             )
     except IntegrityError:
         # A concurrent prepare won; the same one is answered with its operation.
-        winner = PendingOperation.objects.filter(
-            account_id=account.pk, extension=target, status=OperationStatus.PENDING
-        ).select_related("extension__gallery").first()
+        winner = _pending_add(account, target)
         if winner is not None and winner.request_digest == digest and winner.session_id == session.pk:
             return winner
         raise _pending_conflict() from None
@@ -155,10 +168,7 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
 
 
 def _operation_for(account: AccountIdentity, session: SessionKey, extension: str, operation: str) -> PendingOperation:
-    found = PendingOperation.objects.filter(
-        public_id=str(operation), account_id=account.pk, session_id=session.pk,
-        extension__public_id=str(extension), extension__owner_id=account.pk,
-    ).select_related("extension__gallery").first()
+    found = _named(account, session, extension, operation).select_related("extension__gallery").first()
     if found is None:
         raise NotFound("No such operation.", code=ErrorCode.UNKNOWN_OPERATION)
     return found
@@ -186,19 +196,15 @@ def gallery_add_record_reply(*, account: AccountIdentity, session: SessionKey, e
     is held to a message's rules. An operation that is not pending keeps nothing: confirm says
     why."""
     text = message_text_checked(text, field="reply")
-    PendingOperation.objects.filter(
-        public_id=str(operation), account_id=account.pk, session_id=session.pk,
-        extension__public_id=str(extension), extension__owner_id=account.pk, status=OperationStatus.PENDING,
-    ).update(reply=text, replied_at=timezone.now())
+    _named(account, session, extension, operation).filter(status=OperationStatus.PENDING).update(
+        reply=text, replied_at=timezone.now())
 
 
 def gallery_add_awaiting_confirmation(*, account: AccountIdentity, session: SessionKey, extension: str,
                                       operation: str) -> PendingOperation | None:
     """The pending add still waiting for the human's 确认, or None (unknown, ended, expired, or
     already confirmed in the conversation). Reads only: confirm itself decides and says why."""
-    op = PendingOperation.objects.filter(
-        public_id=str(operation), account_id=account.pk, session_id=session.pk,
-        extension__public_id=str(extension), extension__owner_id=account.pk,
+    op = _named(account, session, extension, operation).filter(
         status=OperationStatus.PENDING, expires_at__gt=timezone.now(),
     ).select_related("extension__gallery").first()
     if op is None or _confirmed_by_human(op, session):
