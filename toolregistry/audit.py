@@ -36,6 +36,7 @@ from django.db import connection
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession
+from arkme.kernel.batches import delete_in_batches
 from arkme.kernel.logs import current_request_id
 from arkme.kernel.sql import column, default_db, field_of, hot_cursor, table
 
@@ -146,8 +147,5 @@ def tool_calls_prune(*, older_than_days: int, batch_size: int = 5000) -> int:
     """Delete audit rows older than ``older_than_days``, a batch per statement. Returns how many."""
     if older_than_days < 1:
         raise ValueError("older_than_days must be at least 1")
-    old = ToolCall.objects.filter(created_at__lt=timezone.now() - timedelta(days=older_than_days))
-    deleted = 0
-    while batch := list(old.order_by("pk").values_list("pk", flat=True)[:batch_size]):
-        deleted += ToolCall.objects.filter(pk__in=batch).delete()[0]
-    return deleted
+    return delete_in_batches(ToolCall.objects.filter(created_at__lt=timezone.now() - timedelta(days=older_than_days)),
+                             batch_size)

@@ -26,6 +26,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession, DshClient
+from arkme.kernel.batches import delete_in_batches
 from arkme.kernel.budget import remaining
 from arkme.kernel.errors import Conflict, ErrorCode
 from arkme.kernel.sql import column, default_db, hot_cursor, loaded, table
@@ -192,8 +193,4 @@ def idempotency_release(record: IdempotencyRecord) -> None:
 def idempotency_purge(*, batch_size: int = 1000) -> int:
     """Forget keys older than ``ARKME_IDEMPOTENCY_TTL_SECONDS``, a batch per statement. Returns how many."""
     cutoff = timezone.now() - timedelta(seconds=settings.ARKME_IDEMPOTENCY_TTL_SECONDS)
-    expired = IdempotencyRecord.objects.filter(created_at__lt=cutoff)
-    deleted = 0
-    while batch := list(expired.order_by("pk").values_list("pk", flat=True)[:batch_size]):
-        deleted += IdempotencyRecord.objects.filter(pk__in=batch).delete()[0]
-    return deleted
+    return delete_in_batches(IdempotencyRecord.objects.filter(created_at__lt=cutoff), batch_size)

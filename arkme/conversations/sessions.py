@@ -4,15 +4,15 @@ from __future__ import annotations
 import functools
 import re
 from datetime import datetime, timedelta
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from arkme.accounts.models import Account
 from arkme.accounts.selectors import account_by_public_id
+from arkme.kernel.batches import pk_batches
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidRequest, NotAuthenticated, NotFound
 from arkme.kernel.profiles import Profile
 from arkme.kernel.sql import column, default_db, field_of, from_row, hot_cursor, loaded, table
@@ -204,17 +204,6 @@ def session_is_live(session_pk: int) -> bool:
     return AgentSession.objects.filter(pk=session_pk, closed_at__isnull=True, last_seen_at__gte=_idle_cutoff()).exists()
 
 
-def _batches(queryset: QuerySet[AgentSession], size: int) -> Iterator[list[int]]:
-    """Primary keys in ascending batches, each read after the previous one was handled."""
-    last = 0
-    while True:
-        batch = list(queryset.filter(pk__gt=last).order_by("pk").values_list("pk", flat=True)[:size])
-        if not batch:
-            return
-        yield batch
-        last = batch[-1]
-
-
 def sessions_purge(*, batch_size: int = PURGE_BATCH) -> int:
     """Close idle sessions and drop the attachments of every ended one. Returns sessions closed.
 
@@ -224,12 +213,12 @@ def sessions_purge(*, batch_size: int = PURGE_BATCH) -> int:
     """
     closed = 0
     idle = AgentSession.objects.filter(closed_at__isnull=True, last_seen_at__lt=_idle_cutoff())
-    for batch in _batches(idle, batch_size):
+    for batch in pk_batches(idle, batch_size):
         with transaction.atomic(durable=True):
             closed += _end_sessions(batch)
     # Attachments of sessions closed earlier whose storage delete did not go through.
     leftover = AgentSession.objects.filter(closed_at__isnull=False, messages__attachments__isnull=False).distinct()
-    for batch in _batches(leftover, batch_size):
+    for batch in pk_batches(leftover, batch_size):
         with transaction.atomic(durable=True):
             keys = _attachment_keys(batch)
             CapturedAttachment.objects.filter(message__session_id__in=batch).delete()
