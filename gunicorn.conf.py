@@ -1,4 +1,4 @@
-"""gunicorn's configuration for the web process: ``gunicorn arkme.wsgi -c gunicorn.conf.py``.
+"""gunicorn's configuration for the web process: ``gunicorn config.wsgi -c gunicorn.conf.py``.
 
 The worker timeout stays above ``ARKME_REQUEST_BUDGET_SECONDS`` (25 by default), the most a
 request waits on tasks, so a slow queue answers a JSON 503 instead of a killed worker.
@@ -12,7 +12,7 @@ encoding images, the one long stretch of work without a wait, runs on a few real
 
 What a client connection costs is a greenlet and a file descriptor, nothing more: database
 connections belong to requests, taken from the process's pool at a request's first query and
-given back when it ends (``DATABASE_POOL_*``, arkme/settings.py). So a process holds thousands
+given back when it ends (``DATABASE_POOL_*``, config/settings.py). So a process holds thousands
 of idle or slow keep-alive connections (``worker_connections``) while its working requests
 share the pool, and no idle client takes capacity from a working one.
 """
@@ -34,7 +34,7 @@ class Worker(GeventWorker):
         # of the process would share one connection, and locks made then would block the whole
         # process. So nothing of the application may be imported in the master (this file, a
         # logger_class, a hook at module level); refuse to serve rather than serve that way.
-        early = sorted(name for name in ("django.db", "arkme.settings") if name in sys.modules)
+        early = sorted(name for name in ("django.db", "config.settings") if name in sys.modules)
         if early:
             raise RuntimeError(f"{', '.join(early)} imported in gunicorn's master before gevent patched the "
                                "worker; import the application only inside hooks that run in the worker")

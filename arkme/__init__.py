@@ -1,4 +1,5 @@
-"""The Arkme project package: settings, URLs, the Celery app and the core account domain."""
-from .celery import app as celery_app
+"""The core below every domain: the kernel, accounts and conversations.
 
-__all__ = ("celery_app",)
+Nothing is imported here: importing the kernel loads no more than the kernel (no Celery app,
+no settings).
+"""

@@ -4,7 +4,7 @@ Both run as a deployment would: the product under gunicorn (2 processes, otherwi
 project's ``gunicorn.conf.py`` settings: gevent workers, keep-alive), FastMCP under
 ``uvicorn[standard]`` (2 processes, uvloop and httptools, as ``peer_arguments`` says why),
 neither writing an access log. The product's database is PostgreSQL when ``DATABASE_URL``
-names a server (a fresh database beside it, through the pool ``arkme/settings.py`` sets up, as
+names a server (a fresh database beside it, through the pool ``config/settings.py`` sets up, as
 production runs), the embedded SQLite otherwise; the figure's ``database`` line says which. The same
 non-Python load generator (Debian's ``wrk``) drives both over keep-alive connections, with
 the same ``2026-07-28`` requests. Windows alternate between the two servers, so drift in the
@@ -106,7 +106,7 @@ def quiet_config() -> Path:
 def product_arguments(port: int, *, access_log: bool = True) -> list[str]:
     """gunicorn's command line for the product: the project's settings with two processes."""
     config = ROOT / "gunicorn.conf.py" if access_log else quiet_config()
-    return ["arkme.wsgi", "-c", str(config), "--workers", "2", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
+    return ["config.wsgi", "-c", str(config), "--workers", "2", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
 
 
 def start_product(n: int | None = None, *, access_log: bool = True) -> Server:
@@ -308,7 +308,7 @@ def measure(kind: str) -> Result:
         return Result(name, None, "", baseline, goal, skipped="needs wrk (Debian package wrk)")
     server = postgres_url()
     if server is not None and not os.environ.get("ARKME_BENCH_DATABASE_URL"):
-        # Production runs on PostgreSQL through the pool arkme/settings.py configures: given a
+        # Production runs on PostgreSQL through the pool config/settings.py configures: given a
         # server, the figure runs there, on a fresh database made beside it (the product's
         # workers inherit it), not on the embedded default.
         from .__main__ import _run_on_postgres

@@ -13,7 +13,7 @@ if not os.environ.get("ARKME_BENCH_DATABASE_URL"):
 else:
     os.environ["DATABASE_URL"] = os.environ["ARKME_BENCH_DATABASE_URL"]
 
-from arkme.settings import *  # noqa: E402, F403
+from config.settings import *  # noqa: E402, F403
 
 ROOT_URLCONF = "bench.urls"
 # The floors' URLconf is chosen per request, before any other middleware runs.

@@ -75,7 +75,7 @@ def _on_a_broker() -> tuple[float, float]:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "CELERY_BROKER_URL": BROKER,
            "ARKME_TASK_WAIT_SECONDS": "60", "ARKME_REQUEST_BUDGET_SECONDS": "120"}
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "arkme", "worker", "-l", "warning", "-c", "1", "-Q", "celery",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "warning", "-c", "1", "-Q", "celery",
          "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"bench-{os.getpid()}@%h"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:

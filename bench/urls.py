@@ -2,8 +2,8 @@
 floors have their own URLconf, ``bench.floor_urls``, chosen by ``bench.middleware``)."""
 import os
 
-from arkme.urls import handler400, handler404, handler500  # noqa: F401 - the product's error views
-from arkme.urls import urlpatterns as product
+from config.urls import handler400, handler404, handler500  # noqa: F401 - the product's error views
+from config.urls import urlpatterns as product
 
 urlpatterns = list(product)
 

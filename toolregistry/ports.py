@@ -4,7 +4,7 @@ Each method takes the acting account (and session) as keys the session look-up a
 checked, and authorises every object it touches. Results are typed projections: each domain
 declares the shape it projects to (next to its selectors), and these Protocols name them, so
 the composition root's binding is checked by mypy. The composition root fills the slot at
-start-up (``arkme.apps``); the registry never imports the root.
+start-up (``config.apps``); the registry never imports the root.
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ class Ports:
 
 
 class PortsNotInstalled(RuntimeError):
-    """The composition root has not bound the Ports (start-up did not run ``arkme.apps``)."""
+    """The composition root has not bound the Ports (start-up did not run ``config.apps``)."""
 
 
 _installed: Ports | None = None

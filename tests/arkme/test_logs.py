@@ -249,8 +249,8 @@ def test_gevent_reports_an_unhandled_greenlet_error_as_one_log_line(caplog, capf
 def test_a_task_runs_under_the_id_of_the_request_that_sent_it():
     from types import SimpleNamespace
 
-    from arkme import celery as tasks
     from arkme.kernel.logs import bind_request_id, current_request_id, unbind_request_id
+    from config import celery as tasks
 
     headers: dict = {}
     token = bind_request_id("request-0123456789")

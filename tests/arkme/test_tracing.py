@@ -124,7 +124,7 @@ def test_a_configured_process_exports_over_otlp():
               "print(type(provider).__name__, provider.resource.attributes.get('service.name'))\n")
     root = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update({"DJANGO_SETTINGS_MODULE": "arkme.settings", "DJANGO_SECRET_KEY": "x",
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DJANGO_SECRET_KEY": "x",
                 "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
     out = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
                          timeout=60, check=True).stdout

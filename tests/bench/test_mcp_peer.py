@@ -13,7 +13,7 @@ import urllib.request
 import anyio
 import pytest
 
-import toolregistry.sessions
+import toolregistry.toolsets
 from bench import fastmcp_peer
 from bench.mcp_tools import ECHO, SIZES, listed_definitions, registrar, write_definitions
 from tests.support.mcp import Mcp, error_of, value_of
@@ -52,7 +52,7 @@ def test_the_peer_checks_arguments_and_echoes_like_the_product(tmp_path, monkeyp
 
 
 def test_the_products_side_runs_its_own_path(dsh, world, monkeypatch):
-    monkeypatch.setattr(toolregistry.sessions, "registrar", registrar(32))
+    monkeypatch.setattr(toolregistry.toolsets, "registrar", registrar(32))
     session = dsh.open_session(world.alice, profile="hybrid")["session"]
     dsh.put(f"sessions/{session}/phases/attachments")
     client = Mcp(dsh, session)
@@ -79,7 +79,7 @@ def test_neither_server_writes_an_access_log_and_the_product_keeps_its_settings(
     from bench.mcp_serving import ROOT, product_arguments
 
     monkeypatch.chdir(ROOT)
-    deployed = _gunicorn_settings(monkeypatch, ["arkme.wsgi"])
+    deployed = _gunicorn_settings(monkeypatch, ["config.wsgi"])
     benched, quiet = (_gunicorn_settings(monkeypatch, product_arguments(8000, access_log=log)) for log in (True, False))
     assert deployed.accesslog == benched.accesslog == "-"
     assert quiet.accesslog is None

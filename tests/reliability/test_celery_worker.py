@@ -17,8 +17,8 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from arkme.celery import app
 from arkme.kernel.result_store import result_backend_url
+from config.celery import app
 from galleries.models import Gallery, OperationStatus, PendingOperation
 from groups.models import ChatMessage
 from tests.support import images
@@ -50,7 +50,7 @@ class Worker:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "arkme", "worker", "-l", "info", "-c", "1",
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "info", "-c", "1",
              "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )

@@ -11,7 +11,7 @@ from hypothesis import settings as hypothesis_settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
-from arkme.wsgi import application
+from config.wsgi import application
 from tests.support.dsh import make_dsh
 from tests.support.wsgi import requests_keep_the_connection
 from toolregistry.catalog import CATALOG

@@ -71,7 +71,7 @@ def test_every_line_is_json_with_the_request_id_and_no_secret(production_stack, 
     worker = stack.worker(queues="celery,render,blobs")
     beat_log = stack.folder / "beat.log"
     beat = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "arkme", "beat", "-l", "info", "--schedule",
+        [sys.executable, "-m", "celery", "-A", "config", "beat", "-l", "info", "--schedule",
          str(stack.folder / "beat-schedule")], cwd=ROOT, env=stack.env, stdout=beat_log.open("ab"),
         stderr=subprocess.STDOUT, start_new_session=True)
     key = {"Authorization": f"Bearer {stack.key}", "Content-Type": "application/json"}

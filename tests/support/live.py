@@ -79,7 +79,7 @@ def gunicorn(env: dict[str, str], *options: str) -> tuple[subprocess.Popen, int]
     """gunicorn with this repository's config, one worker, on a free port, once it listens."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "arkme.wsgi", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
          "--workers", "1", *options], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_until_listening(port, process, lambda: "gunicorn did not start", seconds=15)
     return process, port

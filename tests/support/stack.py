@@ -130,7 +130,7 @@ class Stack:
         port = free_port()
         log = self.folder / f"web-{port}.log"
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", _wsgi_module(), "-c", "gunicorn.conf.py", "--bind",
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "gunicorn.conf.py", "--bind",
              f"127.0.0.1:{port}", "--workers", str(workers), *options],
             cwd=ROOT, env={**self.env, **env}, stdout=log.open("ab"), stderr=subprocess.STDOUT,
             start_new_session=True)
@@ -145,7 +145,7 @@ class Stack:
         """A Celery worker as the Procfile runs it, once it answers a ping."""
         name = f"stack-{uuid.uuid4().hex[:8]}"
         log = self.folder / f"worker-{name}.log"
-        command = [sys.executable, "-m", "celery", "-A", _celery_app(), "worker", "-l", "info", "-c", str(concurrency),
+        command = [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "info", "-c", str(concurrency),
                    "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}@%h", *options]
         if queues:
             command += ["-Q", queues]
@@ -172,14 +172,6 @@ class Stack:
             process.stop()
         with contextlib.suppress(subprocess.CalledProcessError):
             _psql(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
-
-
-def _wsgi_module() -> str:
-    return "config.wsgi" if (ROOT / "config" / "wsgi.py").exists() else "arkme.wsgi"
-
-
-def _celery_app() -> str:
-    return "config" if (ROOT / "config" / "celery.py").exists() else "arkme"
 
 
 def postgres_up() -> bool:

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponseBase
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from arkme.wsgi import application
+from config.wsgi import application
 from tests.support.mcp import MODERN
 from tests.support.wsgi import environ, requests_keep_the_connection
 

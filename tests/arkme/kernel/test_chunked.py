@@ -7,7 +7,7 @@ import pytest
 
 from arkme.conversations.models import CapturedAttachment, Message
 from arkme.kernel.chunked import ChunkedBodies, request_body_limit
-from arkme.wsgi import application
+from config.wsgi import application
 from tests.support import images
 from tests.support.wsgi import environ as wsgi_environ
 from tests.support.wsgi import requests_keep_the_connection

@@ -9,7 +9,7 @@ import pytest
 from arkme.kernel.errors import ArkmeError, ErrorCode, error_from_answer
 
 ROOT = Path(__file__).resolve().parents[3]
-PACKAGES = ("arkme", "galleries", "groups", "toolregistry")
+PACKAGES = ("config", "arkme", "galleries", "groups", "toolregistry")
 # Calls whose first positional argument is an error code.
 CODE_FIRST = {"ImageRejected", "envelope"}
 

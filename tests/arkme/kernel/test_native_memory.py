@@ -56,7 +56,7 @@ def test_threads_share_one_arena_once_capped():
 
 @glibc_only
 def test_the_first_photograph_a_process_decodes_caps_the_arenas_first():
-    setup = ("os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'arkme.settings')\n"
+    setup = ("os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings')\n"
              "os.environ.setdefault('DJANGO_SECRET_KEY', 'test')\n"
              "from galleries.ingest.vips import libvips\n"
              "libvips()")
@@ -66,7 +66,7 @@ def test_the_first_photograph_a_process_decodes_caps_the_arenas_first():
 @glibc_only
 def test_the_web_process_caps_the_arenas_before_its_threads_start():
     setup = ("os.environ.setdefault('DJANGO_SECRET_KEY', 'test')\n"
-             "import arkme.wsgi")
+             "import config.wsgi")
     assert arenas_after(setup) == 1
 
 

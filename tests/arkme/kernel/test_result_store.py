@@ -10,8 +10,8 @@ import pytest
 from celery.app.backends import by_url
 from celery.backends.redis import RedisBackend
 
-from arkme.celery import app
 from arkme.kernel.result_store import STORE, RedisResultStore, carries_bytes, result_backend_url
+from config.celery import app
 from galleries.ingest import svg_render
 from galleries.ingest.svg_render import BASE64, BYTES, render_svg
 from tests.support import images

@@ -8,9 +8,9 @@ import pytest
 import redis
 from django.db import connection
 
-from arkme.celery import app
 from arkme.kernel import slots
 from arkme.kernel.result_store import result_backend_url
+from config.celery import app
 from tests.support.live import listening
 from tests.support.services import require_service
 from tests.support.stack import redis_db

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from celery.exceptions import TaskRevokedError
 
-from arkme.celery import app
 from arkme.kernel import budget
 from arkme.kernel.errors import QueueUnavailable
 from arkme.kernel.tasking import deadline_left, enqueue, run_all_and_wait, run_and_wait, wait
+from config.celery import app
 
 
 class Answered:

@@ -7,8 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 
-from .kernel.errors import StorageUnavailable
-from .kernel.storage import object_store
+from arkme.kernel.errors import StorageUnavailable
+from arkme.kernel.storage import object_store
 
 STORAGE_TAG = "storage"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from arkme.celery import app
+from config.celery import app
 
 
 def test_json_only_and_acks_late():

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from health_check.base import HealthCheck
 
-from arkme import health
+from config import health
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_readyz_names_unreachable_storage(probe, settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_readyz_names_an_unreachable_broker_and_result_store(probe, settings):
-    from arkme.celery import app
+    from config.celery import app
 
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
     previous = app.conf.broker_url, app.conf.result_backend

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from arkme.checks import check_blob_store_writable, check_tasks_end_before_redelivery
+from config.checks import check_blob_store_writable, check_tasks_end_before_redelivery
 from tests.conftest import s3_blob_settings
 
 

@@ -1,4 +1,4 @@
-"""WSGI entry point (gunicorn arkme.wsgi)."""
+"""WSGI entry point (gunicorn config.wsgi)."""
 import os
 
 from arkme.kernel.native_memory import limit_malloc_arenas
@@ -9,7 +9,7 @@ limit_malloc_arenas()
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arkme.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = get_wsgi_application()
 
 from arkme.kernel.chunked import ChunkedBodies  # noqa: E402  (after the settings are named)

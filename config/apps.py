@@ -16,9 +16,13 @@ def _migrations_without_statement_timeout(using: str = "default", **kwargs: Any)
 
 
 class ArkmeConfig(AppConfig):
-    """The project itself: the composition root, the demo world and its command, templates."""
+    """The project itself: the composition root, the demo world and its command, templates.
 
-    name = "arkme"
+    Its label stays ``arkme``, as it was before the package was named ``config``: settings,
+    tests and the admin name the app by its label."""
+
+    name = "config"
+    label = "arkme"
     verbose_name = "Arkme"
 
     def ready(self) -> None:
@@ -29,6 +33,6 @@ class ArkmeConfig(AppConfig):
         from .composition import build_ports
 
         install_ports(build_ports())
-        from .kernel.tracing import configure_tracing
+        from arkme.kernel.tracing import configure_tracing
 
         configure_tracing()

@@ -1,9 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from arkme.kernel.metrics import metrics_view
+
 from .dashboard import dashboard
 from .health import healthz, readyz
-from .kernel.metrics import metrics_view
 
 admin.site.site_header = "Arkme tool registry"
 admin.site.site_title = "Arkme tool registry"

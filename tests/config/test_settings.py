@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def load_settings(**env: str) -> subprocess.CompletedProcess:
     """Import the settings in a fresh interpreter with only these DATABASE_* variables."""
-    script = "import json, arkme.settings as s; print(json.dumps(s.DATABASES['default'].get('OPTIONS', {})))"
+    script = "import json, config.settings as s; print(json.dumps(s.DATABASES['default'].get('OPTIONS', {})))"
     base = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_")}
     return subprocess.run([sys.executable, "-c", script], env={**base, "DJANGO_SECRET_KEY": "x", **env},
                           cwd=ROOT, capture_output=True, text=True)
@@ -41,7 +41,7 @@ def test_a_threshold_of_zero_turns_prepared_statements_off():
 
 
 def database(**env: str) -> dict:
-    script = "import json, arkme.settings as s; print(json.dumps(s.DATABASES['default'], default=str))"
+    script = "import json, config.settings as s; print(json.dumps(s.DATABASES['default'], default=str))"
     base = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_")}
     done = subprocess.run([sys.executable, "-c", script], env={**base, "DJANGO_SECRET_KEY": "x", **env},
                           cwd=ROOT, capture_output=True, text=True)
@@ -110,7 +110,7 @@ def environment_variables_read() -> set[str]:
     import ast
 
     names = set()
-    for node in ast.walk(ast.parse((ROOT / "arkme" / "settings.py").read_text())):
+    for node in ast.walk(ast.parse((ROOT / "config" / "settings.py").read_text())):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             func = node.func
             is_environ_get = isinstance(func, ast.Attribute) and func.attr == "get" and \

@@ -86,7 +86,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "arkme.apps.ArkmeConfig",
+    "config.apps.ArkmeConfig",
     "arkme.accounts.apps.AccountsConfig",
     "arkme.conversations.apps.ConversationsConfig",
     "galleries.apps.GalleriesConfig",
@@ -117,13 +117,13 @@ MIDDLEWARE = [
 # endpoints, the probes and the metrics scrape.
 ARKME_MACHINE_PATHS = ("/dsh/", "/healthz", "/readyz", "/metrics")
 
-ROOT_URLCONF = "arkme.urls"
-WSGI_APPLICATION = "arkme.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "config" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -189,7 +189,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # connection attempt (the pool's too) gives up after DATABASE_CONNECT_TIMEOUT seconds, a
     # sent query whose bytes the network never acknowledges after tcp_user_timeout, and a
     # statement, lock waits included, after DATABASE_STATEMENT_TIMEOUT seconds (0: none, for a
-    # pooler that refuses the startup option; ``migrate`` lifts it for itself, arkme/apps.py).
+    # pooler that refuses the startup option; ``migrate`` lifts it for itself, config/apps.py).
     _db_options = DATABASES["default"].setdefault("OPTIONS", {})
     _db_options.setdefault("connect_timeout", _env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1))
     _db_options.setdefault("tcp_user_timeout", 10_000)

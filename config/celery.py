@@ -9,9 +9,9 @@ from typing import Any
 from celery import Celery, signals
 from kombu.utils.objects import cached_property
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arkme.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-logger = logging.getLogger("arkme.celery")
+logger = logging.getLogger(__name__)
 # The message header that carries the request id from the web process to the task.
 REQUEST_ID_HEADER = "arkme_request_id"
 
