@@ -13,7 +13,15 @@ from galleries.services.account_images import account_image_create, image_ref_fo
 from groups.models import ChatMessage, Invitation, Membership
 from tests.support import images
 from tests.support.dsh import make_dsh
-from tests.support.mcp import Mcp, accept, error_of, value_of
+from tests.support.errors import (
+    ANY_CODE,
+    assert_denied,
+    assert_error,
+    assert_rpc_error,
+    assert_tool_error,
+    check_envelope,
+)
+from tests.support.mcp import Mcp, accept, value_of
 
 
 @dataclass
@@ -93,11 +101,12 @@ def ALICE_CASES(f: Foreign, alice_ext: str):
 
 
 def refused(response) -> bool:
+    """Refused by a 4xx or a deny, each in the envelope; a 5xx is no refusal."""
     if response.status_code >= 400:
-        return 400 <= response.status_code < 500
+        return response.status_code < 500 and bool(assert_error(response, response.status_code, ANY_CODE))
     body = response.json()
     if "decision" in body:
-        return body["decision"] == "deny"
+        return body["decision"] == "deny" and bool(assert_denied(response, ANY_CODE))
     results = body.get("result", {}).get("results")
     return bool(results) and all(r["outcome"] not in ("added", "invited") for r in results)
 
@@ -138,7 +147,7 @@ def test_tools_refuse_another_accounts_objects_over_mcp(figures, matrix, dsh, wo
     before = snapshot()
     result = Mcp(dsh, alice).call_answering(tool, arguments, accept(approve=True, reply="确认"))
     if result["isError"]:
-        ok = error_of(result)["code"] != "internal_error"
+        ok = assert_tool_error(result, ANY_CODE)["code"] != "internal_error"
     else:
         outcomes = value_of(result).get("results")
         ok = bool(outcomes) and all(r["outcome"] not in ("added", "invited") for r in outcomes)
@@ -152,7 +161,7 @@ def test_another_clients_session_and_state_over_mcp(figures, matrix, dsh, world)
     """Bob's session is not there for alice's client; bob's sealed approval state does not
     follow a call into alice's session."""
     before = snapshot()
-    foreign_session = Mcp(dsh, matrix.session).rpc("tools/list").status_code
+    foreign_session = Mcp(dsh, matrix.session).rpc("tools/list")
     bob_client = Mcp(matrix.bob_dsh, matrix.session)
     asked = bob_client.call("arkme_id_change", {"arkme_id": "bob_new_id"})
     [key] = asked["inputRequests"]
@@ -160,10 +169,12 @@ def test_another_clients_session_and_state_over_mcp(figures, matrix, dsh, world)
     moved = alice.rpc("tools/call", {"name": "arkme_id_change", "arguments": {"arkme_id": "bob_new_id"},
                                      "requestState": asked["requestState"],
                                      "inputResponses": {key: {"action": "accept", "content": {"approve": True}}}})
-    checks = [foreign_session == 404, moved.json().get("error", {}).get("code") == -32602]
+    checks = [foreign_session.status_code == 404, moved.json().get("error", {}).get("code") == -32602]
     figures.add("cross_account_cases", len(checks))
     figures.add("cross_account_refused", sum(checks))
     assert all(checks) and snapshot() == before
+    check_envelope(assert_rpc_error(foreign_session, 404, -32600)["data"], "unknown_session")
+    assert_rpc_error(moved, 200, -32602)
 
 
 def test_alice_candidate_refs_in_bobs_call_are_invalid(figures, matrix, dsh, world):
@@ -188,3 +199,5 @@ def test_another_clients_session_and_approvals(figures, matrix, dsh, world):
     figures.add("cross_account_cases", len(checks))
     figures.add("cross_account_refused", sum(checks))
     assert all(checks) and snapshot() == before
+    assert_error(foreign_session, 404, "unknown_session")
+    assert_error(foreign_approval, 403, "approval_required")

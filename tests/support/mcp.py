@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from tests.support.errors import ANY_CODE, assert_denied, assert_error, assert_tool_error
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -84,13 +87,6 @@ def accept(**content: Any) -> Callable[[dict], dict]:
     return lambda params: {"action": "accept", "content": content}
 
 
-def error_of(result: dict) -> dict:
-    """The REST envelope's ``error`` carried by a tool error result."""
-    assert result["isError"] is True, result
-    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
-    return result["structuredContent"]["error"]
-
-
 def value_of(result: dict) -> dict:
     """A success's ``structuredContent``, checked against its text twin."""
     assert result["isError"] is False, result
@@ -108,17 +104,17 @@ class Outcome:
 
 
 def rest_outcome(response) -> Outcome:
-    body = response.json()
     if response.status_code >= 400:
-        return Outcome(True, body["error"], None)
+        return Outcome(True, assert_error(response, range(400, 600), ANY_CODE), None)
+    body = response.json()
     if body.get("decision") == "deny":
-        return Outcome(True, body["error"], None)
+        return Outcome(True, assert_denied(response, ANY_CODE), None)
     return Outcome(False, None, body.get("result"))
 
 
 def mcp_outcome(result: dict) -> Outcome:
     if result.get("isError"):
-        return Outcome(True, error_of(result), None)
+        return Outcome(True, assert_tool_error(result, ANY_CODE), None)
     return Outcome(False, None, value_of(result))
 
 
@@ -136,10 +132,11 @@ def both_ways(dsh, session: str, tool: str, arguments: dict, *,
     return {"rest": rest_outcome(rest), "mcp": mcp_outcome(over_mcp)}
 
 
-def refused_alike(outcomes: dict[str, Outcome]) -> dict:
-    """Both doors refused, with the same error; returns it."""
+def refused_alike(outcomes: dict[str, Outcome], code: str | Collection[str] = ANY_CODE) -> dict:
+    """Both doors refused, with the same error (of ``code`` when given); returns it."""
     rest, over_mcp = outcomes["rest"], outcomes["mcp"]
     assert rest.refused and over_mcp.refused, outcomes
     assert rest.error == over_mcp.error, outcomes
     assert rest.error is not None
+    assert rest.error["code"] == code if isinstance(code, str) else rest.error["code"] in code, outcomes
     return rest.error

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from tests.support.errors import assert_error
 from toolregistry.models import ToolCall
 
 
@@ -60,7 +61,7 @@ def test_the_revoke_action_revokes_through_the_service(staff, dsh):
                           follow=True)
     assert "Revoked 1 client key(s)." in response.content.decode()
     assert DshClient.objects.get(pk=dsh.client.pk).revoked_at is not None
-    assert dsh.get("catalog").status_code == 401
+    assert_error(dsh.get("catalog"), 401, "not_authenticated")
 
 
 def test_the_audit_filters_by_surface(staff, dsh, world):

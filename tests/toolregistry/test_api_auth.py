@@ -6,12 +6,11 @@ from rest_framework.test import APIClient
 
 from arkme.conversations.clients import dsh_client_revoke, dsh_client_rotate
 from arkme.conversations.models import DshClient
+from tests.support.errors import assert_error
 
 
 def assert_401(response):
-    assert response.status_code == 401
-    assert response.json()["error"]["code"] == "not_authenticated"
-    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert_error(response, 401, "not_authenticated")
 
 
 @pytest.mark.django_db
@@ -112,8 +111,7 @@ def test_a_valid_key_on_a_session_it_may_not_use_is_the_one_404(dsh, other_dsh, 
     session = dsh.open_session(world.alice)["session"]
     for public_id in (session, "ses_unknown"):
         response = getattr(other_dsh.api, method)(f"/dsh/v1/{path.format(public_id)}", body, format="json")
-        assert response.status_code == 404
-        assert response.json()["error"]["code"] == "unknown_session"
+        assert_error(response, 404, "unknown_session")
     revoked = dsh_client_revoke(name=dsh.client.name)
     assert revoked.revoked_at is not None
     assert_401(getattr(dsh.api, method)(f"/dsh/v1/{path.format(session)}", body, format="json"))
@@ -121,5 +119,4 @@ def test_a_valid_key_on_a_session_it_may_not_use_is_the_one_404(dsh, other_dsh, 
 
 def test_a_method_a_session_view_does_not_serve_is_405_even_for_an_unknown_session(dsh):
     response = dsh.api.put("/dsh/v1/sessions/ses_unknown", {}, format="json")
-    assert response.status_code == 405
-    assert response.json()["error"]["code"] == "method_not_allowed"
+    assert_error(response, 405, "method_not_allowed")

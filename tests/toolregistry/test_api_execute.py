@@ -8,33 +8,28 @@ import pytest
 from django.utils import timezone
 
 from arkme.accounts.models import Account
+from tests.support.errors import assert_denied, assert_error
 from toolregistry.models import ApprovalGrant, IdempotencyRecord, ToolCall
-
-
-def error_code(response):
-    return response.json()["error"]["code"]
-
 
 # --- visibility ------------------------------------------------------------------------------
 
 def test_unknown_tool_is_404_unknown_tool(dsh, session):
     response = dsh.execute(session, "arkme_nothing", {})
-    assert response.status_code == 404 and error_code(response) == "unknown_tool"
+    assert_error(response, 404, "unknown_tool")
 
 
 def test_tool_invisible_in_the_profile_is_404(dsh, world):
     disabled = dsh.open_session(world.alice, profile="disabled")["session"]
     response = dsh.execute(disabled, "arkme_context", {})
-    assert response.status_code == 404 and error_code(response) == "unknown_tool"
-    assert dsh.pre_execute(disabled, "arkme_id_change", {"arkme_id": "alice_new"}).status_code == 404
+    assert_error(response, 404, "unknown_tool")
+    assert_error(dsh.pre_execute(disabled, "arkme_id_change", {"arkme_id": "alice_new"}), 404, "unknown_tool")
 
 
 # --- arguments -------------------------------------------------------------------------------
 
 def test_unknown_arguments_are_rejected(dsh, session):
     response = dsh.execute(session, "arkme_context", {"verbose": True})
-    assert response.status_code == 400
-    assert response.json()["error"]["details"]["fields"] == ["verbose"]
+    assert assert_error(response, 400, "invalid_arguments")["details"]["fields"] == ["verbose"]
 
 
 @pytest.mark.parametrize("arguments,field", [
@@ -45,21 +40,23 @@ def test_unknown_arguments_are_rejected(dsh, session):
 ])
 def test_wrong_arguments_name_the_field(dsh, session, arguments, field):
     response = dsh.execute(session, "arkme_id_change", arguments, approval="apv_whatever")
-    assert response.status_code == 400
-    assert field in response.json()["error"]["details"]["fields"]
+    assert field in assert_error(response, 400, "invalid_arguments")["details"]["fields"]
     assert Account.objects.filter(arkme_id_changed_at__isnull=False).count() == 0
 
 
-@pytest.mark.parametrize("body", [{"arguments": []}, {"arguments": "x"}, {}, {"arguments": {}, "extra": 1}])
-def test_malformed_execute_body_is_400(dsh, session, body):
+@pytest.mark.parametrize("body,code", [
+    ({"arguments": []}, "invalid_arguments"),
+    ({"arguments": "x"}, "invalid_arguments"),
+    ({}, "invalid_request"),
+    ({"arguments": {}, "extra": 1}, "invalid_request"),
+])
+def test_malformed_execute_body_is_400(dsh, session, body, code):
     response = dsh.post(f"sessions/{session}/tools/arkme_context/execute", body)
-    assert response.status_code == 400
+    assert_error(response, 400, code)
 
 
 def test_pre_execute_with_bad_arguments_denies(dsh, session):
-    body = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": 5}).json()
-    assert body["decision"] == "deny"
-    assert body["error"]["code"] == "invalid_arguments"
+    assert_denied(dsh.pre_execute(session, "arkme_id_change", {"arkme_id": 5}), "invalid_arguments")
     assert ApprovalGrant.objects.count() == 0
 
 
@@ -80,7 +77,7 @@ def test_pre_execute_tool_asks_with_a_card(dsh, session, world):
 
 def test_execute_without_approval_is_403(dsh, session):
     response = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"})
-    assert response.status_code == 403 and error_code(response) == "approval_required"
+    assert_error(response, 403, "approval_required")
 
 
 def test_approval_is_single_use(dsh, session):
@@ -88,15 +85,13 @@ def test_approval_is_single_use(dsh, session):
     approval = dsh.pre_execute(session, "arkme_id_change", args).json()["approval"]
     assert dsh.execute(session, "arkme_id_change", args, approval=approval).status_code == 200
     again = dsh.execute(session, "arkme_id_change", args, approval=approval)
-    assert again.status_code == 403
-    assert again.json()["error"]["details"]["reason"] == "used"
+    assert_error(again, 403, "approval_required", details={"reason": "used"})
 
 
 def test_approval_for_other_arguments_is_403(dsh, session, world):
     approval = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}).json()["approval"]
     response = dsh.execute(session, "arkme_id_change", {"arkme_id": "mallory_1"}, approval=approval)
-    assert response.status_code == 403
-    assert response.json()["error"]["details"]["reason"] == "other_arguments"
+    assert_error(response, 403, "approval_required", details={"reason": "other_arguments"})
     world.alice.refresh_from_db()
     assert world.alice.arkme_id_changeable
 
@@ -106,7 +101,7 @@ def test_approval_from_another_session_is_403(dsh, session, world):
     args = {"arkme_id": "alice_2026"}
     approval = dsh.pre_execute(other, "arkme_id_change", args).json()["approval"]
     response = dsh.execute(session, "arkme_id_change", args, approval=approval)
-    assert response.status_code == 403 and response.json()["error"]["details"]["reason"] == "invalid"
+    assert_error(response, 403, "approval_required", details={"reason": "invalid"})
 
 
 def test_expired_approval_is_403(dsh, session):
@@ -114,12 +109,12 @@ def test_expired_approval_is_403(dsh, session):
     approval = dsh.pre_execute(session, "arkme_id_change", args).json()["approval"]
     ApprovalGrant.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     response = dsh.execute(session, "arkme_id_change", args, approval=approval)
-    assert response.status_code == 403 and response.json()["error"]["details"]["reason"] == "expired"
+    assert_error(response, 403, "approval_required", details={"reason": "expired"})
 
 
 def test_forged_approval_is_403(dsh, session):
     response = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}, approval="apv_" + "A" * 43)
-    assert response.status_code == 403 and response.json()["error"]["details"]["reason"] == "invalid"
+    assert_error(response, 403, "approval_required", details={"reason": "invalid"})
 
 
 def test_failed_call_leaves_its_approval_unused(dsh, session, world):
@@ -127,7 +122,7 @@ def test_failed_call_leaves_its_approval_unused(dsh, session, world):
     args = {"arkme_id": "Taken_ID"}
     approval = dsh.pre_execute(session, "arkme_id_change", args).json()["approval"]
     response = dsh.execute(session, "arkme_id_change", args, approval=approval)
-    assert response.status_code == 409 and error_code(response) == "arkme_id_taken"
+    assert_error(response, 409, "arkme_id_taken")
     assert ApprovalGrant.objects.get().used_at is None
 
 
@@ -146,27 +141,29 @@ def test_idempotent_replay_returns_the_first_response(dsh, session, world):
 def test_idempotency_key_with_other_arguments_is_409(dsh, session):
     dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k1")
     response = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}, HTTP_IDEMPOTENCY_KEY="k1")
-    assert response.status_code == 409 and error_code(response) == "idempotency_key_reused"
+    assert_error(response, 409, "idempotency_key_reused")
 
 
 def test_idempotency_keys_are_scoped_to_the_session(dsh, session, world):
     other = dsh.open_session(world.alice)["session"]
     assert dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k1").status_code == 200
-    assert dsh.execute(other, "arkme_id_change", {"arkme_id": "x_valid1"}, HTTP_IDEMPOTENCY_KEY="k1").status_code == 403
+    assert_error(dsh.execute(other, "arkme_id_change", {"arkme_id": "x_valid1"}, HTTP_IDEMPOTENCY_KEY="k1"),
+                 403, "approval_required")
 
 
 def test_error_responses_replay_too(dsh, session):
     first = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}, HTTP_IDEMPOTENCY_KEY="k1")
-    assert first.status_code == 403
+    assert_error(first, 403, "approval_required")
     approval = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}).json()["approval"]
     second = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_2026"}, approval=approval,
                          HTTP_IDEMPOTENCY_KEY="k1")
-    assert second.status_code == 403  # the key already answered; a new key runs the call
+    assert second.json() == first.json()  # the key already answered; a new key runs the call
+    assert_error(second, 403, "approval_required")
 
 
 def test_bad_idempotency_key_is_400(dsh, session):
     response = dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="x" * 201)
-    assert response.status_code == 400 and error_code(response) == "invalid_idempotency_key"
+    assert_error(response, 400, "invalid_idempotency_key")
 
 
 @pytest.mark.postgres
@@ -221,8 +218,8 @@ def test_unexpected_error_is_500_without_internals(dsh, session, monkeypatch):
     monkeypatch.setattr(adapters.AccountAdapter, "account_view", boom)
     dsh.api.raise_request_exception = False
     response = dsh.execute(session, "arkme_context", {})
-    assert response.status_code == 500
-    assert response.json() == {"error": {"code": "internal_error", "message": "Something went wrong on our side."}}
+    error = assert_error(response, 500, "internal_error", message="Something went wrong on our side.")
+    assert "details" not in error
     assert ToolCall.objects.get().outcome == "server_error"
 
 
@@ -231,7 +228,7 @@ def test_server_error_releases_the_idempotency_key(dsh, session, monkeypatch):
 
     original = adapters.AccountAdapter.account_view
     monkeypatch.setattr(adapters.AccountAdapter, "account_view", lambda self, **kw: 1 / 0)
-    assert dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k").status_code == 500
+    assert_error(dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k"), 500, "internal_error")
     monkeypatch.setattr(adapters.AccountAdapter, "account_view", original)
     assert dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k").status_code == 200
 
@@ -246,7 +243,8 @@ def test_purge_forgets_expired_idempotency_keys(dsh, session, settings):
     call_command("arkme_sessions", "purge", stdout=__import__("io").StringIO())
     assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["new"]
     # An expired key may be used again, for other arguments too.
-    assert dsh.execute(session, "arkme_id_change", {"arkme_id": "x_valid1"}, HTTP_IDEMPOTENCY_KEY="old").status_code == 403
+    assert_error(dsh.execute(session, "arkme_id_change", {"arkme_id": "x_valid1"}, HTTP_IDEMPOTENCY_KEY="old"),
+                 403, "approval_required")
 
 
 def _raw_execute(dsh, session, body: bytes, content_type: str, **extra):
@@ -275,8 +273,7 @@ def test_a_json_body_reads_the_same_with_or_without_media_type_parameters(dsh, s
 
 def test_a_body_of_another_media_type_is_415(dsh, session):
     response = _raw_execute(dsh, session, b'{"arguments": {}}', "text/plain")
-    assert response.status_code == 415
-    assert response.json()["error"]["code"]
+    assert_error(response, 415, "unsupported_media_type")
 
 
 def test_the_result_is_rendered_as_negotiated(dsh, session):
@@ -288,4 +285,4 @@ def test_the_result_is_rendered_as_negotiated(dsh, session):
     assert indented.content.startswith(b'{\n  "result": {')
     assert json.loads(indented.content) == json.loads(compact.content)
     refused = _raw_execute(dsh, session, b'{"arguments": {}}', "application/json", HTTP_ACCEPT="text/html")
-    assert refused.status_code == 406
+    assert_error(refused, 406, "not_acceptable")

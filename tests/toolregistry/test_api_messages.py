@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession, CapturedAttachment, Message
+from tests.support.errors import assert_error
 
 
 def upload(name: str, content: bytes, content_type="image/png"):
@@ -42,8 +43,7 @@ def test_multipart_attachments_keep_their_order_and_hash(dsh, session):
 def test_repeated_message_id_is_409_and_stores_nothing(dsh, session):
     assert dsh.post(f"sessions/{session}/messages", {"id": "m1", "text": "a"}).status_code == 201
     response = post_multipart(dsh, session, {"id": "m1", "text": "b", "attachments": [upload("x.png", b"x")]})
-    assert response.status_code == 409
-    assert response.json()["error"]["code"] == "duplicate_message"
+    assert_error(response, 409, "duplicate_message")
     assert Message.objects.count() == 1 and CapturedAttachment.objects.count() == 0
 
 
@@ -57,8 +57,7 @@ def test_oversized_attachment_is_413_and_nothing_is_kept(dsh, session, settings,
     settings.ARKME_ATTACHMENT_MAX_BYTES = 1024
     files = [upload("ok.png", b"x" * 10), upload("big.png", b"x" * 1025)]
     response = post_multipart(dsh, session, {"id": "m1", "text": "", "attachments": files})
-    assert response.status_code == 413
-    assert response.json()["error"]["code"] == "attachment_too_large"
+    assert_error(response, 413, "attachment_too_large")
     assert Message.objects.count() == 0
     assert not any(p.is_file() for p in _isolated_storage.rglob("*"))
 
@@ -78,14 +77,13 @@ def test_attachment_of_exactly_the_limit_is_accepted(dsh, session, settings):
 ])
 def test_malformed_messages_are_400(dsh, session, body, field):
     response = dsh.post(f"sessions/{session}/messages", body)
-    assert response.status_code == 400
-    assert field in response.json()["error"]["details"]["fields"]
+    assert field in assert_error(response, 400, "invalid_request")["details"]["fields"]
     assert Message.objects.count() == 0
 
 
 def test_unknown_file_field_is_400(dsh, session):
     response = post_multipart(dsh, session, {"id": "m1", "photo": upload("x.png", b"x")})
-    assert response.status_code == 400
+    assert assert_error(response, 400, "invalid_request")["details"]["fields"] == ["photo"]
     assert Message.objects.count() == 0
 
 
@@ -97,26 +95,22 @@ def test_unknown_file_field_is_400(dsh, session):
 ])
 def test_what_multipart_would_drop_or_pick_from_is_400_by_name(dsh, session, data, field):
     response = post_multipart(dsh, session, data)
-    assert response.status_code == 400, response.content
-    assert response.json()["error"]["details"]["fields"] == [field]
+    assert assert_error(response, 400, "invalid_request")["details"]["fields"] == [field]
     assert not Message.objects.exists() and not CapturedAttachment.objects.exists()
 
 
 def test_an_empty_attachment_is_named_by_its_index_as_arguments_are(dsh, session):
     """details.fields names an item by name and index, attachments[1], as it names workspace_paths[3]."""
     response = post_multipart(dsh, session, {"id": "m1", "attachments": [upload("a.png", b"a"), upload("b.png", b"")]})
-    assert response.status_code == 400
-    assert response.json()["error"]["details"]["fields"] == ["attachments[1]"]
-    assert response.json()["error"]["message"] == "Invalid request: attachments[1]."
+    assert_error(response, 400, "invalid_request", message="Invalid request: attachments[1].",
+                 details={"fields": ["attachments[1]"]})
     assert not Message.objects.exists() and not CapturedAttachment.objects.exists()
 
 
 def test_more_attachments_than_a_message_may_have_is_400_too_many_attachments(dsh, session, settings):
     files = [upload(f"{i}.png", b"x") for i in range(settings.ARKME_MESSAGE_MAX_ATTACHMENTS + 1)]
     response = post_multipart(dsh, session, {"id": "m1", "attachments": files})
-    assert response.status_code == 400
-    error = response.json()["error"]
-    assert error["code"] == "too_many_attachments" and error["details"]["fields"] == ["attachments"]
+    error = assert_error(response, 400, "too_many_attachments", details={"fields": ["attachments"]})
     assert str(settings.ARKME_MESSAGE_MAX_ATTACHMENTS) in error["message"]
     assert not Message.objects.exists() and not CapturedAttachment.objects.exists()
     files = [upload(f"{i}.png", b"x") for i in range(settings.ARKME_MESSAGE_MAX_ATTACHMENTS)]
@@ -141,8 +135,7 @@ def test_storage_failure_is_503_and_leaves_nothing(dsh, session, monkeypatch):
     monkeypatch.setattr(messages, "delete_attachments", lambda keys: deleted.extend(keys))
     files = [upload("a.png", b"a"), upload("b.png", b"b")]
     response = post_multipart(dsh, session, {"id": "m1", "attachments": files})
-    assert response.status_code == 503
-    assert response.json()["error"]["code"] == "storage_unavailable"
+    assert_error(response, 503, "storage_unavailable")
     assert Message.objects.count() == 0
     assert len(deleted) == 1  # the first file, stored before the failure, is removed
 
@@ -190,5 +183,5 @@ def test_attachments_are_uploaded_before_the_transaction_that_records_the_messag
 def test_a_duplicate_message_id_removes_what_it_uploaded(dsh, session, _isolated_storage):
     post_multipart(dsh, session, {"id": "m1", "attachments": [upload("a.png", b"a")]})
     response = post_multipart(dsh, session, {"id": "m1", "attachments": [upload("b.png", b"b")]})
-    assert response.status_code == 409
+    assert_error(response, 409, "duplicate_message")
     assert len([p for p in (_isolated_storage / "captured").rglob("*") if p.is_file()]) == 1

@@ -5,6 +5,7 @@ import pytest
 
 from arkme.conversations.models import AgentSession
 from tests.support.dsh import make_dsh
+from tests.support.errors import assert_error
 
 SYSTEM = ["arkme_context", "arkme_id_change"]
 GROUPS = ["arkme_group_member_candidates", "arkme_group_member_add"]
@@ -74,39 +75,34 @@ def test_disabled_profile_has_no_tools_and_no_prompt(dsh, world):
 ])
 def test_bad_session_requests_are_400(dsh, world, body, field, code):
     response = dsh.post("sessions", {"account": world.alice.public_id, **body})
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == code
-    assert field in response.json()["error"]["details"]["fields"]
+    assert field in assert_error(response, 400, code)["details"]["fields"]
     assert AgentSession.objects.count() == 0
 
 
 def test_missing_account_is_400(dsh, db):
     response = dsh.post("sessions", {})
-    assert response.status_code == 400
-    assert response.json()["error"]["details"]["fields"] == ["account"]
+    assert assert_error(response, 400, "invalid_request")["details"]["fields"] == ["account"]
 
 
 def test_unknown_or_inactive_account_is_404(dsh, world):
-    assert dsh.post("sessions", {"account": "acc_unknown"}).json()["error"]["code"] == "unknown_account"
+    assert_error(dsh.post("sessions", {"account": "acc_unknown"}), 404, "unknown_account")
     world.bob.is_active = False
     world.bob.save()
     response = dsh.post("sessions", {"account": world.bob.public_id})
-    assert response.status_code == 404
+    assert_error(response, 404, "unknown_account")
     assert AgentSession.objects.count() == 0
 
 
 def test_malformed_json_is_400(dsh, db):
     response = dsh.api.post("/dsh/v1/sessions", data="{not json", content_type="application/json")
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == "malformed_request"
+    assert_error(response, 400, "malformed_request")
 
 
 def test_client_limited_to_profiles_gets_403_for_others(world):
     limited = make_dsh("limited", profiles=["atomic"])
     assert limited.post("sessions", {"account": world.alice.public_id, "profile": "atomic"}).status_code == 201
     response = limited.post("sessions", {"account": world.alice.public_id, "profile": "business"})
-    assert response.status_code == 403
-    assert response.json()["error"]["code"] == "profile_not_allowed"
+    assert_error(response, 403, "profile_not_allowed")
 
 
 def test_session_view_etag_and_304(dsh, world):
@@ -155,7 +151,7 @@ def test_mount_and_dispose_attachments(dsh, world):
     assert disposed["revision"] == view["revision"]
     # Disposal withdraws the tool at execute time too, and remounting restores it.
     add = {"action": "cancel", "extension": "ext_x", "operation": "op_x"}
-    assert dsh.execute(session, "arkme_extension_preview_add", add).json()["error"]["code"] == "unknown_tool"
+    assert_error(dsh.execute(session, "arkme_extension_preview_add", add), 404, "unknown_tool")
     assert dsh.delete(f"sessions/{session}/phases/attachments").status_code == 200
     # The ETag from before the change no longer matches after it.
     dsh.put(f"sessions/{session}/phases/attachments")
@@ -173,18 +169,17 @@ def test_another_clients_session_is_404(dsh, other_dsh, world):
         other_dsh.execute(session, "arkme_context", {}),
         other_dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "mallory1"}),
     ):
-        assert response.status_code == 404
-        assert response.json()["error"]["code"] == "unknown_session"
+        assert_error(response, 404, "unknown_session")
     assert dsh.get(f"sessions/{session}").status_code == 200
 
 
 def test_closed_session_is_404_for_every_call(dsh, world):
     session = dsh.open_session(world.alice)["session"]
     assert dsh.delete(f"sessions/{session}").status_code == 204
-    assert dsh.get(f"sessions/{session}").status_code == 404
-    assert dsh.execute(session, "arkme_context", {}).status_code == 404
-    assert dsh.put(f"sessions/{session}/phases/attachments").status_code == 404
-    assert dsh.delete(f"sessions/{session}").status_code == 404
+    assert_error(dsh.get(f"sessions/{session}"), 404, "unknown_session")
+    assert_error(dsh.execute(session, "arkme_context", {}), 404, "unknown_session")
+    assert_error(dsh.put(f"sessions/{session}/phases/attachments"), 404, "unknown_session")
+    assert_error(dsh.delete(f"sessions/{session}"), 404, "unknown_session")
 
 
 def test_a_deactivated_accounts_session_is_404_for_reads_and_writes(dsh, world):
@@ -192,9 +187,9 @@ def test_a_deactivated_accounts_session_is_404_for_reads_and_writes(dsh, world):
 
     session = dsh.open_session(world.alice)["session"]
     Account.objects.filter(pk=world.alice.pk).update(is_active=False)
-    assert dsh.get(f"sessions/{session}").status_code == 404
-    assert dsh.execute(session, "arkme_context", {}).status_code == 404
-    assert dsh.put(f"sessions/{session}/phases/attachments").status_code == 404
+    assert_error(dsh.get(f"sessions/{session}"), 404, "unknown_session")
+    assert_error(dsh.execute(session, "arkme_context", {}), 404, "unknown_session")
+    assert_error(dsh.put(f"sessions/{session}/phases/attachments"), 404, "unknown_session")
     Account.objects.filter(pk=world.alice.pk).update(is_active=True)
     assert dsh.get(f"sessions/{session}").status_code == 200
 
@@ -220,19 +215,17 @@ def test_idle_session_expires(dsh, world, settings):
 
     from django.utils import timezone
     AgentSession.objects.filter(public_id=session).update(last_seen_at=timezone.now() - timedelta(seconds=61))
-    assert dsh.get(f"sessions/{session}").status_code == 404
+    assert_error(dsh.get(f"sessions/{session}"), 404, "unknown_session")
 
 
 def test_unknown_api_path_is_json_404(dsh, db):
     response = dsh.get("nothing/here")
-    assert response.status_code == 404
-    assert response.json()["error"]["code"] == "not_found"
+    assert_error(response, 404, "not_found")
 
 
 def test_wrong_method_is_405_envelope(dsh, db):
     response = dsh.api.delete("/dsh/v1/catalog")
-    assert response.status_code == 405
-    assert response.json()["error"]["code"] == "method_not_allowed"
+    assert_error(response, 405, "method_not_allowed")
 
 
 def test_the_catalog_body_is_encoded_once(dsh, monkeypatch):

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from arkme.accounts import adapters
 from arkme.accounts.models import Account
+from tests.support.errors import assert_error
 from toolregistry import audit
 from toolregistry.audit import IN_PROGRESS, INTERRUPTED, INTERRUPTED_AFTER, outcome_seen
 from toolregistry.models import ToolCall
@@ -52,7 +53,7 @@ def test_a_call_whose_row_cannot_be_written_fails_and_nothing_is_held(dsh, sessi
 
     monkeypatch.setattr(audit, "insert_row", refused)
     response = dsh.execute(session, "arkme_context", {})
-    assert response.status_code == 503 and response.json()["error"]["code"] == "database_unavailable"
+    assert_error(response, 503, "database_unavailable")
     assert not hasattr(audit, "writer")
     assert rows() == []
 
@@ -82,7 +83,7 @@ def test_a_write_whose_row_cannot_be_begun_changes_nothing(dsh, session, monkeyp
 
     monkeypatch.setattr(execution, "tool_call_begin", refused)
     response = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": "alice_2026"})
-    assert response.status_code == 503 and response.json()["error"]["code"] == "database_unavailable"
+    assert_error(response, 503, "database_unavailable")
     assert not Account.objects.filter(arkme_id="alice_2026").exists()
 
 
@@ -110,7 +111,7 @@ def test_a_write_that_fails_unexpectedly_ends_its_row_as_a_server_error(dsh, ses
     monkeypatch.setattr(adapters.AccountAdapter, "change_arkme_id", boom)
     dsh.api.raise_request_exception = False
     response = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": "alice_2026"})
-    assert response.status_code == 500
+    assert_error(response, 500, "internal_error")
     assert rows() == [("arkme_id_change", "server_error", 500)]
 
 

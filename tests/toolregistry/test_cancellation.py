@@ -12,7 +12,8 @@ import socket
 import pytest
 
 from galleries.models import GalleryItem, OperationStatus, PendingOperation
-from tests.support.mcp import LEGACY, Mcp, error_of, value_of
+from tests.support.errors import assert_error, assert_tool_error
+from tests.support.mcp import LEGACY, Mcp, value_of
 from toolregistry.models import IdempotencyRecord, ToolCall
 
 
@@ -45,7 +46,7 @@ def test_a_confirm_whose_client_left_adds_nothing_and_stays_pending(gs, connecti
     gone = gs.dsh.execute(gs.session, "arkme_extension_preview_add",
                           {"action": "confirm", "extension": gs.extension, "operation": operation},
                           HTTP_IDEMPOTENCY_KEY="confirm-1", **{"gunicorn.socket": connection(closed=True)})
-    assert gone.status_code == 499 and gone.json()["error"]["code"] == "call_cancelled"
+    assert_error(gone, 499, "call_cancelled")
     assert not GalleryItem.objects.exists()
     assert PendingOperation.objects.get(public_id=operation).status == OperationStatus.PENDING
     assert not IdempotencyRecord.objects.filter(key="confirm-1").exists()  # the key is free for the retry
@@ -67,7 +68,7 @@ def test_over_mcp_too(gs, connection):
     gone = gs.dsh.api.generic("POST", client.path, json.dumps(body), content_type="application/json",
                               headers={"MCP-Protocol-Version": LEGACY},
                               **{"gunicorn.socket": connection(closed=True)})
-    assert error_of(gone.json()["result"])["code"] == "call_cancelled"
+    assert_tool_error(gone.json()["result"], "call_cancelled")
     assert not GalleryItem.objects.exists()
     assert value_of(client.call("arkme_extension_preview_add", arguments))["added"] == 3
 
@@ -76,7 +77,7 @@ def test_an_approved_write_whose_client_left_keeps_its_approval_unused(dsh, sess
     decision = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_gone"}).json()
     gone = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_gone"}, approval=decision["approval"],
                        **{"gunicorn.socket": connection(closed=True)})
-    assert gone.status_code == 499
+    assert_error(gone, 499, "call_cancelled")
     world.alice.refresh_from_db()
     assert world.alice.arkme_id != "alice_gone" and world.alice.arkme_id_changeable
     done = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_gone"}, approval=decision["approval"])

@@ -10,6 +10,7 @@ from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
 from arkme.conversations.models import DshClient
+from tests.support.errors import assert_error
 
 
 def run(*args) -> str:
@@ -37,7 +38,7 @@ def test_dsh_client_list_and_revoke():
     assert "revoked" in run("arkme_dsh_client", "list")
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert api.get("/dsh/v1/catalog").status_code == 401
+    assert_error(api.get("/dsh/v1/catalog"), 401, "not_authenticated")
 
 
 @pytest.mark.django_db

@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession
+from tests.support.errors import assert_error
 from toolregistry.arguments import arguments_digest
 from toolregistry.idempotency import (
     CallResult,
@@ -79,7 +80,7 @@ def test_a_live_claim_is_waited_for_within_the_repeats_budget_then_409(dsh, sess
     started = time.monotonic()
     response = dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="live")
     waited = time.monotonic() - started
-    assert response.status_code == 409 and response.json()["error"]["code"] == "idempotency_in_progress"
+    assert_error(response, 409, "idempotency_in_progress")
     # It waited for the first call while its own budget allowed, and no longer.
     assert 1 <= waited < settings.ARKME_REQUEST_BUDGET_SECONDS + 1
 

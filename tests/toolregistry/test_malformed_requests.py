@@ -1,11 +1,10 @@
 """Malformed requests are 400 in the contract's envelope, never 500, and write nothing."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from arkme.conversations.models import AgentSession, CapturedAttachment, Message
+from tests.support.errors import assert_error
 from toolregistry.models import ApprovalGrant, ToolCall
 
 DEEP = "[" * 5000 + "]" * 5000
@@ -50,8 +49,7 @@ def test_every_malformed_json_body_is_a_400_that_writes_nothing(dsh, session, wo
     cases = body_cases(session, world.alice.public_id)
     for path, body in cases:
         response = dsh.api.post(dsh.url(path), body, content_type="application/json")
-        assert response.status_code == 400, (path, body[:60], response.content)
-        assert response.json()["error"]["code"] in {"malformed_request", "invalid_request", "invalid_arguments"}
+        assert_error(response, 400, {"malformed_request", "invalid_request", "invalid_arguments"})
         figures.add("hostile_requests_refused")
     assert Message.objects.count() == 0 and ApprovalGrant.objects.count() == 0 and ToolCall.objects.count() == 0
 
@@ -60,20 +58,19 @@ def test_a_key_named_twice_is_refused_without_echoing_the_key(dsh, session):
     body = '{"arguments": {"arkme_id": "abcdef", "arkme_id": "ghijkl"}}'
     response = dsh.api.post(dsh.url(f"sessions/{session}/tools/arkme_id_change/pre-execute"), body,
                             content_type="application/json")
-    assert response.status_code == 400
-    error = response.json()["error"]
-    assert error["code"] == "malformed_request" and "arkme_id" not in response.content.decode()
+    assert_error(response, 400, "malformed_request")
+    assert "arkme_id" not in response.content.decode()
     assert not ApprovalGrant.objects.exists()
 
 
 def test_a_surrogate_in_the_idempotency_key_or_the_path_is_refused(dsh, session):
     response = dsh.api.post(dsh.url(f"sessions/{session}/tools/arkme_context/execute"), {"arguments": {}},
                             format="json", HTTP_IDEMPOTENCY_KEY="\udcff")
-    assert response.status_code == 400
-    assert dsh.api.get(dsh.url("sessions/%ED%A0%80")).status_code == 404
+    assert_error(response, 400, "invalid_idempotency_key")
+    assert_error(dsh.api.get(dsh.url("sessions/%ED%A0%80")), 404, "unknown_session")
     for path in ("sessions/%ED%A0%80/tools/arkme_context/execute", f"sessions/{session}/tools/%ED%A0%80/execute"):
         response = dsh.api.post(dsh.url(path), {"arguments": {}}, format="json")
-        assert response.status_code == 404 and response.json()["error"]["code"] in {"unknown_session", "unknown_tool"}
+        assert_error(response, 404, {"unknown_session", "unknown_tool"})
 
 
 def multipart(boundary: str, closed: bool) -> bytes:
@@ -93,7 +90,7 @@ def test_a_multipart_body_cut_off_before_its_closing_boundary_is_refused(dsh, se
         assert response.status_code == 201 and response.json()["attachments"] == 1
         assert CapturedAttachment.objects.count() == 1
     else:
-        assert response.status_code == 400 and response.json()["error"]["code"] == "malformed_request"
+        assert_error(response, 400, "malformed_request")
         assert Message.objects.count() == 0 and CapturedAttachment.objects.count() == 0
 
 
@@ -166,9 +163,8 @@ def test_a_field_the_contract_types_as_a_string_takes_only_a_string(dsh, session
     sessions_before = AgentSession.objects.count()
     for path, body, field in cases:
         response = dsh.post(path, body)
-        assert response.status_code == 400, (path, body, response.content)
-        assert response.json()["error"] == {"code": "invalid_request", "message": f"Invalid request: {field}.",
-                                            "details": {"fields": [field]}}
+        assert_error(response, 400, "invalid_request", message=f"Invalid request: {field}.",
+                     details={"fields": [field]})
     assert AgentSession.objects.count() == sessions_before
     assert not Message.objects.exists() and not ApprovalGrant.objects.exists() and not ToolCall.objects.exists()
 
@@ -179,8 +175,9 @@ def test_what_django_refuses_before_a_view_is_still_the_envelope(dsh, session, s
     Django's page."""
     settings.ALLOWED_HOSTS = ["testserver"]
     response = dsh.api.get(dsh.url("catalog"), HTTP_HOST="evil.example")
-    assert response.status_code == 400 and response.json() == {"error": {
-        "code": "invalid_request", "message": "The Host header names a host this service does not serve."}}
+    error = assert_error(response, 400, "invalid_request",
+                         message="The Host header names a host this service does not serve.")
+    assert "details" not in error
     response = dsh.api.generic("POST", dsh.url(f"sessions/{session}/mcp"), b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
                                content_type="application/json", HTTP_HOST="evil.example",
                                headers={"MCP-Protocol-Version": "2025-11-25"})
@@ -196,5 +193,4 @@ def test_a_body_django_finds_too_large_is_413_in_the_envelope(settings):
     from toolregistry.api.exceptions import bad_request
 
     response = bad_request(RequestFactory().post("/dsh/v1/sessions/s/messages"), RequestDataTooBig())
-    assert response.status_code == 413
-    assert json.loads(response.content)["error"]["code"] == "payload_too_large"
+    assert_error(response, 413, "payload_too_large")

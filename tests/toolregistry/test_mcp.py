@@ -9,7 +9,8 @@ from arkme.accounts.models import Account
 from arkme.conversations.models import Message
 from galleries.models import OperationStatus, PendingOperation
 from groups.refs import read_source_ref
-from tests.support.mcp import LEGACY, MODERN, Mcp, accept, error_of, value_of
+from tests.support.errors import assert_denied, assert_error, assert_rpc_error, assert_tool_error, check_envelope
+from tests.support.mcp import LEGACY, MODERN, Mcp, accept, value_of
 from toolregistry.models import ApprovalGrant, ToolCall
 
 ERAS = [MODERN, LEGACY, "2025-06-18"]
@@ -98,22 +99,19 @@ def test_unknown_and_invisible_tools_are_the_same_invalid_params(dsh, session, v
     errors = []
     for name in ("arkme_nope", "arkme_extension_preview_add"):  # the second is not mounted
         response = client.rpc("tools/call", {"name": name, "arguments": {}})
-        body = response.json()
-        assert body["error"]["code"] == -32602
-        errors.append(body["error"]["message"].replace(name, "<name>"))
+        errors.append(assert_rpc_error(response, 200, -32602)["message"].replace(name, "<name>"))
     assert errors[0] == errors[1]
 
 
 @pytest.mark.parametrize("version", ERAS)
 def test_a_refusal_carries_the_rest_envelope(dsh, session, version):
     arguments = {"arkme_id": "x"}  # too short: refused before any approval, and an unknown argument below
-    denied = dsh.pre_execute(session, APPROVE, arguments).json()
-    assert denied["decision"] == "deny" and denied["error"]["code"] == "invalid_arkme_id"
+    denied = assert_denied(dsh.pre_execute(session, APPROVE, arguments), "invalid_arkme_id")
     if version == MODERN:  # earlier clients bring a REST approval, which REST would not give for it
-        assert error_of(Mcp(dsh, session, version=version).call(APPROVE, arguments)) == denied["error"]
+        assert assert_tool_error(Mcp(dsh, session, version=version).call(APPROVE, arguments), "invalid_arkme_id") == denied
     result = Mcp(dsh, session, version=version).call("arkme_context", {"unexpected": 1})
-    assert error_of(result)["code"] == "invalid_arguments"
-    assert error_of(result) == dsh.execute(session, "arkme_context", {"unexpected": 1}).json()["error"]
+    assert assert_tool_error(result, "invalid_arguments") == assert_error(
+        dsh.execute(session, "arkme_context", {"unexpected": 1}), 400, "invalid_arguments")
 
 
 def test_approval_is_a_form_elicitation_and_runs_once(mcp, world):
@@ -130,7 +128,7 @@ def test_approval_is_a_form_elicitation_and_runs_once(mcp, world):
     assert value_of(done)["account"]["arkme_id"] == "alice_mcp"
     replay = mcp.call(APPROVE, {"arkme_id": "alice_mcp"}, request_state=answered["requestState"],
                       input_responses=answered["inputResponses"])
-    assert error_of(replay)["code"] in ("approval_required", "arkme_id_already_changed")
+    assert_tool_error(replay, ("approval_required", "arkme_id_already_changed"))
     assert ToolCall.objects.filter(surface="mcp", tool_name=APPROVE, outcome="ok").count() == 1
 
 
@@ -145,8 +143,7 @@ def test_a_replayed_request_state_is_refused_by_the_ledger(dsh, session, world):
     # Make the tool able to run again: only the spent approval can refuse the replay now.
     Account.objects.filter(pk=world.alice.pk).update(arkme_id_changed_at=None, arkme_id=world.alice.arkme_id)
     replay = mcp.call(APPROVE, {"arkme_id": "alice_twice"}, request_state=first["requestState"], input_responses=yes)
-    assert error_of(replay) == {"code": "approval_required", "message": error_of(replay)["message"],
-                                "details": {"reason": "used"}}
+    assert_tool_error(replay, "approval_required", details={"reason": "used"})
     [grant] = ApprovalGrant.objects.all()
     assert grant.used_at is not None and grant.tool_name == APPROVE
 
@@ -154,7 +151,7 @@ def test_a_replayed_request_state_is_refused_by_the_ledger(dsh, session, world):
 def test_an_ill_formed_id_is_refused_without_asking_the_human(mcp, world):
     result = mcp.call(APPROVE, {"arkme_id": "has-dash1"})
     assert result.get("resultType", "complete") == "complete" and "inputRequests" not in result
-    assert error_of(result)["code"] == "invalid_arkme_id"
+    assert_tool_error(result, "invalid_arkme_id")
     assert not ApprovalGrant.objects.exists()
     world.alice.refresh_from_db()
     assert world.alice.arkme_id_changeable
@@ -168,13 +165,13 @@ def test_a_declined_approval_writes_nothing(mcp, world, answer):
     [key] = first["inputRequests"]
     result = mcp.call(APPROVE, {"arkme_id": "alice_no"}, request_state=first["requestState"],
                       input_responses={key: answer})
-    assert error_of(result)["code"] == "approval_declined"
+    assert_tool_error(result, "approval_declined")
     world.alice.refresh_from_db()
     assert world.alice.arkme_id == before and world.alice.arkme_id_changeable
     # The same state answered yes afterwards does not bring the declined approval back.
     again = mcp.call(APPROVE, {"arkme_id": "alice_no"}, request_state=first["requestState"],
                      input_responses={key: {"action": "accept", "content": {"approve": True}}})
-    assert error_of(again)["code"] == "approval_required"
+    assert_tool_error(again, "approval_required")
     world.alice.refresh_from_db()
     assert world.alice.arkme_id == before
     assert ToolCall.objects.filter(surface="mcp", outcome="approval_declined").count() == 1
@@ -186,14 +183,14 @@ def test_a_request_state_is_bound_to_its_arguments_and_session(dsh, world, mcp):
     yes = {key: {"action": "accept", "content": {"approve": True}}}
     other_args = mcp.rpc("tools/call", {"name": APPROVE, "arguments": {"arkme_id": "alice_other"},
                                         "requestState": first["requestState"], "inputResponses": yes})
-    assert other_args.json()["error"]["code"] == -32602
+    assert_rpc_error(other_args, 200, -32602)
     other_session = Mcp(dsh, dsh.open_session(world.alice)["session"])
     moved = other_session.rpc("tools/call", {"name": APPROVE, "arguments": {"arkme_id": "alice_bound"},
                                              "requestState": first["requestState"], "inputResponses": yes})
-    assert moved.json()["error"]["code"] == -32602
+    assert_rpc_error(moved, 200, -32602)
     tampered = mcp.rpc("tools/call", {"name": APPROVE, "arguments": {"arkme_id": "alice_bound"},
                                       "requestState": first["requestState"][:-2] + "xx", "inputResponses": yes})
-    assert tampered.json()["error"]["code"] == -32602
+    assert_rpc_error(tampered, 200, -32602)
     world.alice.refresh_from_db()
     assert world.alice.arkme_id_changeable
 
@@ -206,8 +203,7 @@ def test_an_approval_whose_card_changed_does_not_run(dsh, session, mcp, world):
     assert dsh.approve_and_execute(session, APPROVE, {"arkme_id": "alice_other"}).status_code == 200
     result = mcp.call(APPROVE, {"arkme_id": "alice_card"}, request_state=first["requestState"],
                       input_responses={key: {"action": "accept", "content": {"approve": True}}})
-    assert error_of(result)["code"] == "approval_required"
-    assert error_of(result)["details"] == {"reason": "card_changed"}
+    assert_tool_error(result, "approval_required", details={"reason": "card_changed"})
     world.alice.refresh_from_db()
     assert world.alice.arkme_id == "alice_other"
 
@@ -216,19 +212,19 @@ def test_an_approval_whose_card_changed_does_not_run(dsh, session, mcp, world):
 def test_earlier_clients_bring_a_rest_approval_in_meta(dsh, session, world, version):
     client = Mcp(dsh, session, version=version, elicitation=version == MODERN and False)
     refused = client.call(APPROVE, {"arkme_id": "alice_meta"})
-    assert error_of(refused)["code"] == "approval_required"
+    assert_tool_error(refused, "approval_required")
     decision = dsh.pre_execute(session, APPROVE, {"arkme_id": "alice_meta"}).json()
     done = client.call(APPROVE, {"arkme_id": "alice_meta"}, meta={"io.arkme/approval": decision["approval"]})
     assert value_of(done)["account"]["arkme_id"] == "alice_meta"
     again = client.call(APPROVE, {"arkme_id": "alice_meta"}, meta={"io.arkme/approval": decision["approval"]})
-    assert error_of(again)["code"] in ("approval_required", "arkme_id_already_changed")
+    assert_tool_error(again, ("approval_required", "arkme_id_already_changed"))
 
 
 def test_a_rest_approval_for_other_arguments_does_not_count(dsh, session, world):
     client = Mcp(dsh, session, version=LEGACY)
     decision = dsh.pre_execute(session, APPROVE, {"arkme_id": "alice_one"}).json()
     result = client.call(APPROVE, {"arkme_id": "alice_two"}, meta={"io.arkme/approval": decision["approval"]})
-    assert error_of(result)["details"] == {"reason": "other_arguments"}
+    assert_tool_error(result, "approval_required", details={"reason": "other_arguments"})
 
 
 def _prepared(gs):
@@ -260,7 +256,7 @@ def test_confirm_without_the_reply_leaves_the_operation_pending(gs, answer):
     client = Mcp(gs.dsh, gs.session)
     arguments = {"action": "confirm", "extension": gs.extension, "operation": prepared["operation"]}
     result = client.call_answering("arkme_extension_preview_add", arguments, answer)
-    assert error_of(result)["code"] == "confirmation_required"
+    assert_tool_error(result, "confirmation_required")
     assert PendingOperation.objects.get(public_id=prepared["operation"]).status == OperationStatus.PENDING
     gs.say("确认")  # the conversation can still confirm it, as over REST
     assert value_of(client.call("arkme_extension_preview_add", arguments))["added"] == 1
@@ -293,9 +289,9 @@ def test_a_reply_confirms_only_the_operation_it_was_asked_for(gs, world):
     assert again["resultType"] == "input_required"
     [request] = again["inputRequests"].values()
     assert request["params"]["message"] == unseen["question"]
-    assert gs.confirm(unseen["operation"], extension=other).json()["error"]["code"] == "confirmation_required"
+    assert_error(gs.confirm(unseen["operation"], extension=other), 409, "confirmation_required")
     legacy = Mcp(gs.dsh, gs.session, version=LEGACY).call("arkme_extension_preview_add", confirm_unseen)
-    assert error_of(legacy)["code"] == "confirmation_required"
+    assert_tool_error(legacy, "confirmation_required")
     assert PendingOperation.objects.get(public_id=unseen["operation"]).status == OperationStatus.PENDING
     # The answer to its own question confirms it.
     assert value_of(client.call_answering("arkme_extension_preview_add", confirm_unseen, accept(reply="确认。")))["added"] == 1
@@ -307,13 +303,11 @@ def test_a_reply_is_held_to_a_messages_text_rules(gs, reply):
     endpoint answers 400 invalid_request; the reply is the same refusal, nothing is recorded
     and the add stays pending. (A lone surrogate never reaches either: the body is refused.)"""
     said = gs.dsh.api.post(f"/dsh/v1/sessions/{gs.session}/messages", {"id": "m-bad", "text": reply}, format="json")
-    assert said.status_code == 400 and said.json()["error"] == {
-        "code": "invalid_request", "message": "Invalid request: text.", "details": {"fields": ["text"]}}
+    assert_error(said, 400, "invalid_request", message="Invalid request: text.", details={"fields": ["text"]})
     prepared = _prepared(gs)
     arguments = {"action": "confirm", "extension": gs.extension, "operation": prepared["operation"]}
     refused = Mcp(gs.dsh, gs.session).call_answering("arkme_extension_preview_add", arguments, accept(reply=reply))
-    assert error_of(refused) == {"code": "invalid_request", "message": "Invalid request: reply.",
-                                 "details": {"fields": ["reply"]}}
+    assert_tool_error(refused, "invalid_request", message="Invalid request: reply.", details={"fields": ["reply"]})
     operation = PendingOperation.objects.get(public_id=prepared["operation"])
     assert operation.status == OperationStatus.PENDING and operation.replied_at is None
     assert not Message.objects.exists()
@@ -323,7 +317,7 @@ def test_earlier_clients_confirm_through_messages(gs):
     prepared = _prepared(gs)
     client = Mcp(gs.dsh, gs.session, version=LEGACY)
     arguments = {"action": "confirm", "extension": gs.extension, "operation": prepared["operation"]}
-    assert error_of(client.call("arkme_extension_preview_add", arguments))["code"] == "confirmation_required"
+    assert_tool_error(client.call("arkme_extension_preview_add", arguments), "confirmation_required")
     gs.say("确认")
     assert value_of(client.call("arkme_extension_preview_add", arguments))["added"] == 1
 
@@ -338,7 +332,7 @@ def test_an_idempotency_key_replays_the_first_response(gs):
     assert PendingOperation.objects.count() == 1
     assert ToolCall.objects.filter(replayed=True, surface="mcp").count() == 1
     bad = client.call("arkme_extension_preview_add", arguments, **{"Idempotency-Key": "x" * 201})
-    assert error_of(bad)["code"] == "invalid_idempotency_key"
+    assert_tool_error(bad, "invalid_idempotency_key")
 
 
 def test_an_idempotency_key_retry_of_an_approved_call_answers_the_first_result(dsh, session, world, mcp):
@@ -359,7 +353,7 @@ def test_an_idempotency_key_retry_of_an_approved_call_answers_the_first_result(d
     assert ToolCall.objects.filter(tool_name=APPROVE, replayed=True).count() == 2
     # The key with other arguments is the key's conflict, as over REST.
     other = mcp.call(APPROVE, {"arkme_id": "alice_other"}, **key)
-    assert error_of(other)["code"] == "idempotency_key_reused"
+    assert_tool_error(other, "idempotency_key_reused")
 
 
 def test_without_a_key_it_is_401_with_a_challenge(dsh, session):
@@ -367,12 +361,10 @@ def test_without_a_key_it_is_401_with_a_challenge(dsh, session):
                                headers={"Authorization": ""})
     dsh.api.credentials()
     response = dsh.api.generic("POST", f"/dsh/v1/sessions/{session}/mcp", "{}", content_type="application/json")
-    assert response.status_code == 401
-    assert response["WWW-Authenticate"].startswith("Bearer")
-    assert response.json()["error"]["code"] == "not_authenticated"
+    assert_error(response, 401, "not_authenticated")
     wrong = dsh.api.generic("POST", f"/dsh/v1/sessions/{session}/mcp", "{}", content_type="application/json",
                             headers={"Authorization": "Bearer nope"})
-    assert wrong.status_code == 401
+    assert_error(wrong, 401, "not_authenticated")
 
 
 @pytest.mark.parametrize("version", ERAS)
@@ -385,20 +377,19 @@ def test_another_clients_unknown_or_closed_session_is_404(dsh, other_dsh, sessio
                    Mcp(dsh, closed, version=version)):
         response = client.post({"jsonrpc": "2.0", "id": 41, "method": "tools/list", "params": {}},
                                **{"MCP-Protocol-Version": version})
-        assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
-        body = response.json()
-        assert body["jsonrpc"] == "2.0" and body["id"] == 41
-        assert body["error"]["code"] == -32600 and body["error"]["message"] == "Session not found"
-        assert body["error"]["data"]["error"]["code"] == "unknown_session"
+        error = assert_rpc_error(response, 404, -32600, message="Session not found")
+        assert response.json()["id"] == 41
+        check_envelope(error["data"], "unknown_session")
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
 def test_only_post(dsh, session, method):
-    assert dsh.api.generic(method, f"/dsh/v1/sessions/{session}/mcp").status_code == 405
+    response = dsh.api.generic(method, f"/dsh/v1/sessions/{session}/mcp")
+    assert response.status_code == 405 and response["Allow"] == "POST"
 
 
 def test_a_foreign_origin_is_403(mcp):
-    assert mcp.rpc("tools/list", Origin="http://evil.example").status_code == 403
+    assert_rpc_error(mcp.rpc("tools/list", Origin="http://evil.example"), 403, -32600)
     assert mcp.rpc("tools/list", Origin="http://localhost:3000").status_code == 200
 
 
@@ -406,14 +397,13 @@ def test_modern_requests_need_their_headers(mcp):
     response = mcp.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}},
         **{"MCP-Protocol-Version": MODERN})
-    assert response.status_code == 400 and response.json()["error"]["code"] == -32020
+    assert_rpc_error(response, 400, -32020)
 
 
 @pytest.mark.parametrize("body", [b"{", b"[]", b'{"jsonrpc": "2.0", "id": 1}', b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}'])
 def test_malformed_json_rpc_is_a_json_rpc_error(mcp, body):
     response = mcp.dsh.api.generic("POST", mcp.path, body, content_type="application/json")
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] in (-32700, -32600)
+    assert_rpc_error(response, 400, (-32700, -32600))
 
 
 @pytest.mark.parametrize("version", [MODERN, LEGACY, None])
@@ -422,21 +412,24 @@ def test_an_error_without_a_known_id_leaves_id_out(mcp, body, version):
     """2025-11-25 and 2026-07-28: ``JSONRPCErrorResponse.id`` is optional and never null."""
     headers = {"MCP-Protocol-Version": version} if version else {}
     response = mcp.dsh.api.generic("POST", mcp.path, body, content_type="application/json", headers=headers)
-    assert response.status_code == 400
-    assert "id" not in response.json() and response.json()["error"]["code"] in (-32700, -32600)
+    assert_rpc_error(response, 400, (-32700, -32600))
+    assert "id" not in response.json()
     too_large = mcp.dsh.api.generic("POST", mcp.path, b" " * (2 * 1024 * 1024), content_type="application/json",
                                     headers=headers)
-    assert too_large.status_code == 413 and "id" not in too_large.json()
+    assert_rpc_error(too_large, 413, -32600)
+    assert "id" not in too_large.json()
     foreign = mcp.dsh.api.generic("POST", mcp.path, b"{}", content_type="application/json",
                                   headers={**headers, "Origin": "http://evil.example"})
-    assert foreign.status_code == 403 and "id" not in foreign.json()
+    assert_rpc_error(foreign, 403, -32600)
+    assert "id" not in foreign.json()
 
 
 def test_on_2025_06_18_an_unknown_id_is_null(mcp):
     """Its schema requires ``id``; JSON-RPC 2.0 spells one that could not be read as null."""
     response = mcp.dsh.api.generic("POST", mcp.path, b"[]", content_type="application/json",
                                    headers={"MCP-Protocol-Version": "2025-06-18"})
-    assert response.status_code == 400 and response.json()["id"] is None
+    assert_rpc_error(response, 400, (-32700, -32600))
+    assert response.json()["id"] is None
 
 
 def test_2025_03_26_is_not_offered(dsh, session, mcp):
@@ -450,9 +443,8 @@ def test_2025_03_26_is_not_offered(dsh, session, mcp):
         assert response.json()["result"]["protocolVersion"] == offered, asked
     assert "2025-03-26" not in mcp.result("server/discover")["supportedVersions"]
     refused = legacy.post({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, **{"MCP-Protocol-Version": "2025-03-26"})
-    assert refused.status_code == 400
-    assert refused.json()["error"]["code"] == -32022 and refused.json()["id"] == 7
-    assert "2025-03-26" not in refused.json()["error"]["data"]["supported"]
+    assert "2025-03-26" not in assert_rpc_error(refused, 400, -32022)["data"]["supported"]
+    assert refused.json()["id"] == 7
 
 
 DEEP = "[" * 5000 + "]" * 5000
@@ -489,9 +481,9 @@ def test_hostile_bodies_are_refused_and_write_nothing(dsh, session, version, fig
         assert response.status_code in (200, 400), (body[:80], response.status_code)
         message = response.json()
         if "result" in message:
-            assert message["result"]["isError"] is True, message
+            assert_tool_error(message["result"], {"invalid_arguments", "invalid_request", "malformed_request"})
         else:
-            assert message["error"]["code"] in (-32700, -32600, -32602, -32020), message
+            assert_rpc_error(response, (200, 400), (-32700, -32600, -32602, -32020))
         figures.add("hostile_requests_refused")
     assert not ApprovalGrant.objects.exists() and not ToolCall.objects.exists() and not Message.objects.exists()
 
@@ -506,9 +498,7 @@ def test_a_body_past_the_size_limit_is_a_413_json_rpc_error(dsh, session, versio
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": "arkme_context", "arguments": {"pad": "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE}}})
     response = dsh.api.generic("POST", client.path, body.encode(), content_type="application/json", headers=head)
-    assert response.status_code == 413 and response["Content-Type"].startswith("application/json")
-    error = response.json()["error"]
-    assert error["code"] == -32600 and "1 MiB" in error["message"]
+    assert "1 MiB" in assert_rpc_error(response, 413, -32600)["message"]
     assert not ToolCall.objects.exists()
 
 
@@ -547,8 +537,8 @@ def _bare_booleans(schema, path="#"):
 
 
 def test_no_tool_schema_has_a_bare_boolean_subschema():
-    from toolregistry.api.mcp import ERROR_ENVELOPE_SCHEMA
     from toolregistry.catalog import CATALOG
+    from toolregistry.mcp.server import ERROR_ENVELOPE_SCHEMA
 
     found = {}
     for module in CATALOG.modules:

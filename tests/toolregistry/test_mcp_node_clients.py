@@ -13,6 +13,7 @@ import pytest
 from django.conf import settings
 
 from tests.support.dsh import make_dsh
+from tests.support.errors import assert_tool_error
 from tests.support.mcp_proxy import McpGateway
 from tests.support.services import require_service
 from toolregistry.models import ToolCall
@@ -77,6 +78,5 @@ def test_the_official_typescript_sdk(node, endpoint):
     assert seen["context"]["account"]["display_name"] == "Alice"
     assert seen["change"] == {"isError": False, "structuredContent": {"account": {
         "display_name": "Alice", "arkme_id": "alice_ts", "arkme_id_changeable": False}}}
-    assert seen["refused"]["isError"] is True
-    assert seen["refused"]["structuredContent"]["error"]["code"] in ("approval_required", "arkme_id_already_changed")
+    assert_tool_error(seen["refused"], ("approval_required", "arkme_id_already_changed"))
     assert ToolCall.objects.filter(surface="mcp", tool_name="arkme_id_change", outcome="ok").count() == 1

@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from arkme.conversations.clients import dsh_client_create
 from tests.support.dsh import make_dsh
+from tests.support.errors import assert_tool_error
 from tests.support.images import png
 from toolregistry.models import ToolCall
 
@@ -150,7 +151,7 @@ def test_a_declined_approval_writes_nothing(host, world):
             return await client.call_tool("arkme_id_change", {"arkme_id": "alice_sdk"})
 
     result = run(main)
-    assert result.is_error and result.structured_content["error"]["code"] == "approval_declined"
+    assert_tool_error(result, "approval_declined")
     world.alice.refresh_from_db()
     assert world.alice.arkme_id == before and world.alice.arkme_id_changeable
 
@@ -174,7 +175,7 @@ def test_a_replayed_request_state_is_refused(host, world):
 
     first, replay = run(main)
     assert first.is_error is False
-    assert replay.is_error and replay.structured_content["error"]["code"] == "approval_required"
+    assert_tool_error(replay, "approval_required")
     assert ToolCall.objects.filter(tool_name="arkme_id_change", outcome="ok").count() == 1
 
 
@@ -208,7 +209,7 @@ def test_legacy_clients_bring_the_rest_approval(host):
             return without, with_meta
 
     without, with_meta = run(main)
-    assert without.is_error and without.structured_content["error"]["code"] == "approval_required"
+    assert_tool_error(without, "approval_required")
     assert with_meta.is_error is False and with_meta.structured_content["account"]["arkme_id"] == "alice_legacy"
 
 

@@ -9,6 +9,7 @@ from rest_framework.renderers import BrowsableAPIRenderer, StaticHTMLRenderer
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
+from tests.support.errors import assert_error
 from toolregistry.api.negotiation import ContentNegotiation
 from toolregistry.api.renderers import JSONRenderer
 
@@ -39,4 +40,4 @@ def test_the_same_renderer_and_media_type_as_drfs_negotiation(accept, query, ren
 
 def test_the_api_uses_it(client):
     response = client.get("/dsh/v1/catalog", HTTP_ACCEPT="text/html")
-    assert response.status_code == 406
+    assert_error(response, 406, "not_acceptable")

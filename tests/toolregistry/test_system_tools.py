@@ -5,6 +5,7 @@ import pytest
 
 from arkme.accounts.models import Account
 from groups.refs import read_source_ref
+from tests.support.errors import assert_denied, assert_error
 
 
 def test_context_shows_account_extensions_and_groups(dsh, session, world):
@@ -30,7 +31,7 @@ def test_id_change_once(dsh, session, world):
     assert response.json()["result"]["account"] == {
         "display_name": "Alice", "arkme_id": "alice_2026", "arkme_id_changeable": False}
     second = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": "alice_2027"})
-    assert second.status_code == 409 and second.json()["error"]["code"] == "arkme_id_already_changed"
+    assert_error(second, 409, "arkme_id_already_changed")
     world.alice.refresh_from_db()
     assert world.alice.arkme_id == "alice_2026"
 
@@ -38,7 +39,7 @@ def test_id_change_once(dsh, session, world):
 def test_id_taken_case_insensitively(dsh, session, world):
     Account.objects.filter(pk=world.bob.pk).update(arkme_id="bobby_1")
     response = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": "BOBBY_1"})
-    assert response.status_code == 409 and response.json()["error"]["code"] == "arkme_id_taken"
+    assert_error(response, 409, "arkme_id_taken")
     world.alice.refresh_from_db()
     assert world.alice.arkme_id_changeable
 
@@ -49,13 +50,13 @@ def test_ill_formed_id_is_400(dsh, session, world, bad):
     human is asked to approve an ID the call would refuse."""
     from toolregistry.models import ApprovalGrant
 
-    decision = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": bad}).json()
-    assert decision["decision"] == "deny" and "approval" not in decision and "card" not in decision
-    assert decision["error"]["code"] == "invalid_arkme_id" and decision["error"]["details"]["fields"] == ["arkme_id"]
+    decision = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": bad})
+    # A deny is the decision and its error, no approval and no card.
+    assert assert_denied(decision, "invalid_arkme_id")["details"]["fields"] == ["arkme_id"]
     assert not ApprovalGrant.objects.exists()
     # Executed anyway, without the approval it was never given, the call is refused as unapproved.
     response = dsh.execute(session, "arkme_id_change", {"arkme_id": bad})
-    assert response.status_code == 403 and response.json()["error"]["code"] == "approval_required"
+    assert_error(response, 403, "approval_required")
     world.alice.refresh_from_db()
     assert world.alice.arkme_id_changeable
 
@@ -67,9 +68,7 @@ def test_an_ill_formed_id_with_an_approval_at_hand_is_still_400(dsh, session, wo
     # An approval asked for before the ID rule was checked at pre-execute.
     monkeypatch.setattr(adapters.AccountAdapter, "checked_arkme_id", lambda self, *, arkme_id: arkme_id)
     response = dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": bad})
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == "invalid_arkme_id"
-    assert response.json()["error"]["details"]["fields"] == ["arkme_id"]
+    assert assert_error(response, 400, "invalid_arkme_id")["details"]["fields"] == ["arkme_id"]
     world.alice.refresh_from_db()
     assert world.alice.arkme_id_changeable
 
