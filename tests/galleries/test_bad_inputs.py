@@ -7,8 +7,9 @@ import pytest
 
 from galleries.models import Blob, GalleryItem, PendingOperation
 from tests.support import images
+from tests.support.errors import assert_error, assert_tool_error
 from tests.support.images import BAD_SVG
-from tests.support.mcp import Mcp, accept, both_ways, error_of, refused_alike
+from tests.support.mcp import Mcp, accept, both_ways, refused_alike
 
 FILES = {
     "text file": b"just some text",
@@ -41,50 +42,48 @@ def test_bad_workspace_file(figures, gs, _isolated_storage, name):
     assert_nothing_written(_isolated_storage)
 
 
-@pytest.mark.parametrize("arguments", [
-    {"source": "workspace", "workspace_paths": []},
-    {"source": "workspace", "workspace_paths": ["a.png", "a.png"]},
-    {"source": "workspace", "workspace_paths": [f"{i}.png" for i in range(21)]},
-    {"source": "workspace", "workspace_paths": ["/etc/passwd"]},
-    {"source": "workspace", "workspace_paths": ["../x.png"]},
-    {"source": "workspace", "workspace_paths": ["a\\b.png"]},
-    {"source": "workspace", "workspace_paths": [""]},
-    {"source": "workspace"},
-    {"source": "workspace", "workspace_paths": ["a.png"], "image_ref": "x"},
-    {"source": "image_ref"},
-    {"source": "image_ref", "image_ref": "not-a-ref"},
-    {"source": "attachments", "attachment_indices": [0]},
-    {"source": "attachments", "attachment_indices": [1, 1]},
-    {"source": "attachments", "attachment_indices": []},
-    {"source": "attachments", "attachment_indices": ["1"]},
-    {"source": "attachments", "attachment_indices": [2]},
-    {"source": "ftp"},
-    {},
-    {"source": "workspace", "workspace_paths": ["a.png"], "operation": "op_x"},
-    {"source": "workspace", "workspace_paths": "a.png"},
+@pytest.mark.parametrize("arguments,code", [
+    ({"source": "workspace", "workspace_paths": []}, "invalid_arguments"),
+    ({"source": "workspace", "workspace_paths": ["a.png", "a.png"]}, "invalid_arguments"),
+    ({"source": "workspace", "workspace_paths": [f"{i}.png" for i in range(21)]}, "invalid_arguments"),
+    ({"source": "workspace", "workspace_paths": ["/etc/passwd"]}, "invalid_workspace_path"),
+    ({"source": "workspace", "workspace_paths": ["../x.png"]}, "invalid_workspace_path"),
+    ({"source": "workspace", "workspace_paths": ["a\\b.png"]}, "invalid_workspace_path"),
+    ({"source": "workspace", "workspace_paths": [""]}, "invalid_arguments"),
+    ({"source": "workspace"}, "invalid_arguments"),
+    ({"source": "workspace", "workspace_paths": ["a.png"], "image_ref": "x"}, "invalid_arguments"),
+    ({"source": "image_ref"}, "invalid_arguments"),
+    ({"source": "image_ref", "image_ref": "not-a-ref"}, "invalid_image_ref"),
+    ({"source": "attachments", "attachment_indices": [0]}, "invalid_arguments"),
+    ({"source": "attachments", "attachment_indices": [1, 1]}, "invalid_arguments"),
+    ({"source": "attachments", "attachment_indices": []}, "invalid_arguments"),
+    ({"source": "attachments", "attachment_indices": ["1"]}, "invalid_arguments"),
+    ({"source": "attachments", "attachment_indices": [2]}, "invalid_attachment_index"),
+    ({"source": "ftp"}, "invalid_arguments"),
+    ({}, "invalid_arguments"),
+    ({"source": "workspace", "workspace_paths": ["a.png"], "operation": "op_x"}, "invalid_arguments"),
+    ({"source": "workspace", "workspace_paths": "a.png"}, "invalid_arguments"),
 ])
-def test_bad_prepare_arguments(figures, gs, _isolated_storage, arguments):
+def test_bad_prepare_arguments(figures, gs, _isolated_storage, arguments, code):
     gs.say("", files=[("a.png", images.png())])
-    error = refused_alike(both_ways(gs.dsh, gs.session, "arkme_extension_preview_add",
-                                    {"action": "prepare", "extension": gs.extension, **arguments}))
-    assert error["code"]
+    refused_alike(both_ways(gs.dsh, gs.session, "arkme_extension_preview_add",
+                            {"action": "prepare", "extension": gs.extension, **arguments}), code)
     figures.add("bad_inputs_tried", 2)
     assert_nothing_written(_isolated_storage)
 
 
-@pytest.mark.parametrize("arguments", [
-    {"action": "confirm"},
-    {"action": "confirm", "operation": "op_nope"},
-    {"action": "cancel", "operation": "op_nope"},
-    {"action": "confirm", "operation": "op_x", "source": "workspace"},
-    {"action": "delete", "operation": "op_x"},
+@pytest.mark.parametrize("arguments,status,code", [
+    ({"action": "confirm"}, 400, "invalid_arguments"),
+    ({"action": "confirm", "operation": "op_nope"}, 404, "unknown_operation"),
+    ({"action": "cancel", "operation": "op_nope"}, 404, "unknown_operation"),
+    ({"action": "confirm", "operation": "op_x", "source": "workspace"}, 400, "invalid_arguments"),
+    ({"action": "delete", "operation": "op_x"}, 400, "invalid_arguments"),
 ])
-def test_bad_confirm_arguments(figures, gs, _isolated_storage, arguments):
+def test_bad_confirm_arguments(figures, gs, _isolated_storage, arguments, status, code):
     response = gs.add(**arguments)
-    assert response.status_code in (400, 404), response.content
     over_mcp = Mcp(gs.dsh, gs.session).call_answering(
         "arkme_extension_preview_add", {"extension": gs.extension, **arguments}, accept(reply="确认"))
-    assert error_of(over_mcp) == response.json()["error"]
+    assert assert_tool_error(over_mcp, code) == assert_error(response, status, code)
     figures.add("bad_inputs_tried", 2)
     assert_nothing_written(_isolated_storage)
 
@@ -94,7 +93,7 @@ def test_symlink_escape_changes_nothing(figures, gs, _isolated_storage, tmp_path
     os.symlink(tmp_path / "secret.png", gs.workspace / "escape.png")
     outcomes = both_ways(gs.dsh, gs.session, "arkme_extension_preview_add", {
         "action": "prepare", "extension": gs.extension, "source": "workspace", "workspace_paths": ["escape.png"]})
-    error = refused_alike(outcomes)
+    error = refused_alike(outcomes, "workspace_file_refused")
     assert "escape" not in str(error)
     figures.add("bad_inputs_tried", 2)
     assert_nothing_written(_isolated_storage)

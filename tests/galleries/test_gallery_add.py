@@ -10,16 +10,12 @@ from django.utils import timezone
 from galleries.models import Blob, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
 from galleries.services.gallery_add import is_confirmation
 from tests.support import images
+from tests.support.errors import assert_error
 
 
 def result(response):
     assert response.status_code == 200, response.content
     return response.json()["result"]
-
-
-def error(response, status):
-    assert response.status_code == status, response.content
-    return response.json()["error"]
 
 
 def stored_files(media):
@@ -48,7 +44,7 @@ def test_same_prepare_returns_the_same_operation_a_different_one_is_409(gs):
     again = result(gs.prepare(source="workspace", workspace_paths=paths))
     assert again["operation"] == first["operation"]
     other = gs.prepare(source="workspace", workspace_paths=paths[:1])
-    assert error(other, 409)["code"] == "operation_pending"
+    assert_error(other, 409, "operation_pending")
     assert PendingOperation.objects.count() == 1
 
 
@@ -57,8 +53,8 @@ def test_cancel_ends_it_and_frees_the_slot(gs):
     operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
     assert result(gs.cancel(operation))["gallery"]["items"] == []
     assert PendingOperation.objects.get().status == OperationStatus.CANCELLED
-    assert error(gs.confirm(operation), 409)["code"] == "operation_cancelled"
-    assert error(gs.cancel(operation), 409)["code"] == "operation_cancelled"
+    assert_error(gs.confirm(operation), 409, "operation_cancelled")
+    assert_error(gs.cancel(operation), 409, "operation_cancelled")
     assert gs.prepare(source="workspace", workspace_paths=paths[:1]).status_code == 200
 
 
@@ -67,16 +63,15 @@ def test_expired_operation_is_409_and_a_new_prepare_works(gs, settings):
     operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
     PendingOperation.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     gs.say("确认")
-    assert error(gs.confirm(operation), 409)["code"] == "operation_expired"
+    assert_error(gs.confirm(operation), 409, "operation_expired")
     assert PendingOperation.objects.get().status == OperationStatus.EXPIRED
     assert gs.prepare(source="workspace", workspace_paths=paths).status_code == 200
 
 
 def test_capacity_is_checked_at_prepare(gs, settings):
     settings.ARKME_GALLERY_CAPACITY = 2
-    body = error(gs.prepare(source="workspace", workspace_paths=gs.write_many(3)), 409)
-    assert body["code"] == "capacity_exceeded"
-    assert body["details"] == {"capacity": 2, "current": 0, "adding": 3}
+    assert_error(gs.prepare(source="workspace", workspace_paths=gs.write_many(3)), 409, "capacity_exceeded",
+                 details={"capacity": 2, "current": 0, "adding": 3})
     assert PendingOperation.objects.count() == 0
 
 
@@ -106,7 +101,7 @@ def test_another_accounts_extension_is_404(gs, world):
     response = gs.dsh.execute(gs.session, "arkme_extension_preview_add", {
         "action": "prepare", "extension": world.bob_ext.public_id, "source": "workspace",
         "workspace_paths": gs.write_many(1)})
-    assert error(response, 404)["code"] == "unknown_extension"
+    assert_error(response, 404, "unknown_extension")
     assert PendingOperation.objects.count() == 0
 
 
@@ -136,9 +131,9 @@ def test_confirm_adds_in_prepared_order_and_writes_history(gs):
 
 def test_confirm_without_a_new_确认_stays_pending(gs):
     operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
-    assert error(gs.confirm(operation), 409)["code"] == "confirmation_required"
+    assert_error(gs.confirm(operation), 409, "confirmation_required")
     gs.say("hmm, maybe")
-    assert error(gs.confirm(operation), 409)["code"] == "confirmation_required"
+    assert_error(gs.confirm(operation), 409, "confirmation_required")
     assert PendingOperation.objects.get().status == OperationStatus.PENDING
     gs.say("确认")
     assert gs.confirm(operation).status_code == 200
@@ -147,14 +142,14 @@ def test_confirm_without_a_new_确认_stays_pending(gs):
 def test_确认_sent_before_the_prepare_does_not_count(gs):
     gs.say("确认")
     operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
-    assert error(gs.confirm(operation), 409)["code"] == "confirmation_required"
+    assert_error(gs.confirm(operation), 409, "confirmation_required")
 
 
 def test_confirmed_operation_is_409_for_every_later_confirm(gs):
     operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
     gs.say("确认")
     assert gs.confirm(operation).status_code == 200
-    assert error(gs.confirm(operation), 409)["code"] == "operation_confirmed"
+    assert_error(gs.confirm(operation), 409, "operation_confirmed")
     assert Gallery.objects.get(extension__public_id=gs.extension).revision == 1
 
 
@@ -163,11 +158,10 @@ def test_changed_source_bytes_end_the_operation(gs):
     operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
     gs.write(paths[1], images.png((400, 400), (0, 0, 0)))
     gs.say("确认")
-    body = error(gs.confirm(operation), 422)
-    assert body["code"] == "source_changed" and body["details"]["fields"] == ["workspace_paths[1]"]
+    assert assert_error(gs.confirm(operation), 422, "source_changed")["details"]["fields"] == ["workspace_paths[1]"]
     assert PendingOperation.objects.get().status == OperationStatus.FAILED
     assert GalleryItem.objects.count() == 0 and Blob.objects.count() == 0
-    assert error(gs.confirm(operation), 409)["code"] == "operation_failed"
+    assert_error(gs.confirm(operation), 409, "operation_failed")
 
 
 def test_deleted_source_ends_the_operation(gs):
@@ -175,7 +169,7 @@ def test_deleted_source_ends_the_operation(gs):
     operation = result(gs.prepare(source="workspace", workspace_paths=paths))["operation"]
     (gs.workspace / paths[0]).unlink()
     gs.say("确认")
-    assert error(gs.confirm(operation), 422)["code"] == "source_changed"
+    assert_error(gs.confirm(operation), 422, "source_changed")
 
 
 def test_capacity_is_checked_again_at_confirm(gs, settings):
@@ -183,7 +177,7 @@ def test_capacity_is_checked_again_at_confirm(gs, settings):
     operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(2)))["operation"]
     settings.ARKME_GALLERY_CAPACITY = 1
     gs.say("确认")
-    assert error(gs.confirm(operation), 409)["code"] == "capacity_exceeded"
+    assert_error(gs.confirm(operation), 409, "capacity_exceeded")
     assert PendingOperation.objects.get().status == OperationStatus.FAILED
     assert GalleryItem.objects.count() == 0
 
@@ -191,12 +185,12 @@ def test_capacity_is_checked_again_at_confirm(gs, settings):
 def test_operation_of_another_session_or_extension_is_404(gs, dsh, world):
     operation = result(gs.prepare(source="workspace", workspace_paths=gs.write_many(1)))["operation"]
     gs.say("确认")
-    assert error(gs.confirm(operation, extension=world.bob_ext.public_id), 404)["code"] == "unknown_operation"
+    assert_error(gs.confirm(operation, extension=world.bob_ext.public_id), 404, "unknown_operation")
     other = dsh.open_session(world.alice, workspace="ws")["session"]
     dsh.put(f"sessions/{other}/phases/attachments")
     response = dsh.execute(other, "arkme_extension_preview_add",
                            {"action": "confirm", "extension": gs.extension, "operation": operation})
-    assert error(response, 404)["code"] == "unknown_operation"
+    assert_error(response, 404, "unknown_operation")
 
 
 def test_storage_failure_keeps_the_operation_and_a_retry_stores_only_the_missing(gs, monkeypatch):
@@ -217,7 +211,7 @@ def test_storage_failure_keeps_the_operation_and_a_retry_stores_only_the_missing
 
     monkeypatch.setattr(blobstore.os, "link", failing_third)
     failed = gs.confirm(operation)
-    assert error(failed, 503)["code"] == "storage_unavailable"
+    assert_error(failed, 503, "storage_unavailable")
     assert PendingOperation.objects.get().status == OperationStatus.PENDING
     # Every image but the third is stored; no row commits until the confirm does.
     from galleries.blobs.storage import BLOB_PREFIX, blob_store
@@ -247,8 +241,7 @@ def test_bad_image_refs_are_refused(gs, logos, which, code, monkeypatch):
     if which == "expired":
         from galleries.services import account_images as refs
         monkeypatch.setattr(refs, "IMAGE_REF_MAX_AGE", -1)
-    body = error(gs.prepare(source="image_ref", image_ref=ref), 400)
-    assert body["code"] == code and body["details"]["fields"] == ["image_ref"]
+    assert assert_error(gs.prepare(source="image_ref", image_ref=ref), 400, code)["details"]["fields"] == ["image_ref"]
     assert PendingOperation.objects.count() == 0
 
 
@@ -258,35 +251,37 @@ def test_captured_attachments_in_order(gs):
     body = result(gs.prepare(source="attachments"))
     assert [(i["width"], i["format"]) for i in body["images"]] == [(400, "png"), (500, "jpeg")]
     picked = gs.prepare(source="attachments", attachment_indices=[3])
-    assert error(picked, 409)["code"] == "operation_pending"
+    assert_error(picked, 409, "operation_pending")
     gs.say("确认")
     assert result(gs.confirm(body["operation"]))["added"] == 2
 
 
 def test_attachment_indices(gs):
     gs.say("", files=[("a.png", images.png()), ("notes.txt", b"text")])
-    assert error(gs.prepare(source="attachments", attachment_indices=[2]), 422)["details"]["fields"] == ["attachment_indices[0]"]
-    assert error(gs.prepare(source="attachments", attachment_indices=[1, 3]), 400)["details"]["fields"] == ["attachment_indices[1]"]
+    assert assert_error(gs.prepare(source="attachments", attachment_indices=[2]), 422,
+                        "not_an_image")["details"]["fields"] == ["attachment_indices[0]"]
+    assert assert_error(gs.prepare(source="attachments", attachment_indices=[1, 3]), 400,
+                        "invalid_attachment_index")["details"]["fields"] == ["attachment_indices[1]"]
     assert gs.prepare(source="attachments", attachment_indices=[1]).status_code == 200
 
 
 def test_an_integral_number_written_as_a_float_is_that_integer(gs):
     """JSON has one number type, and JSON Schema's integer accepts 1.0: it is index 1."""
     gs.say("", files=[("a.png", images.png()), ("notes.txt", b"text")])
-    assert error(gs.prepare(source="attachments", attachment_indices=[2.0]), 422)["details"]["fields"] == [
-        "attachment_indices[0]"]
-    assert error(gs.prepare(source="attachments", attachment_indices=[1.5]), 400)["details"]["fields"] == [
-        "attachment_indices[0]"]
+    assert assert_error(gs.prepare(source="attachments", attachment_indices=[2.0]), 422,
+                        "not_an_image")["details"]["fields"] == ["attachment_indices[0]"]
+    assert assert_error(gs.prepare(source="attachments", attachment_indices=[1.5]), 400,
+                        "invalid_arguments")["details"]["fields"] == ["attachment_indices[0]"]
     body = result(gs.prepare(source="attachments", attachment_indices=[1.0]))
     assert [i["index"] for i in body["images"]] == [1]
 
 
 def test_no_captured_images_is_refused(gs):
-    assert error(gs.prepare(source="attachments"), 422)["code"] == "no_captured_images"
+    assert_error(gs.prepare(source="attachments"), 422, "no_captured_images")
     gs.say("text only")
-    assert error(gs.prepare(source="attachments"), 422)["code"] == "no_captured_images"
+    assert_error(gs.prepare(source="attachments"), 422, "no_captured_images")
     gs.say("", files=[("notes.txt", b"text")])
-    assert error(gs.prepare(source="attachments"), 422)["code"] == "no_captured_images"
+    assert_error(gs.prepare(source="attachments"), 422, "no_captured_images")
 
 
 def test_attachments_of_the_prepare_message_are_reread_at_confirm(gs):
@@ -334,7 +329,7 @@ def test_session_without_a_workspace_is_refused(dsh, world):
     dsh.put(f"sessions/{session}/phases/attachments")
     response = dsh.execute(session, "arkme_extension_preview_add", {
         "action": "prepare", "extension": world.alice_ext.public_id, "source": "workspace", "workspace_paths": ["a.png"]})
-    assert error(response, 400)["code"] == "no_workspace"
+    assert_error(response, 400, "no_workspace")
 
 
 def test_refs_in_results_hold_no_internal_ids(gs, logos, world):
@@ -404,7 +399,7 @@ def test_a_queue_outage_while_confirm_renders_an_svg_again_is_503_and_keeps_the_
         raise QueueUnavailable()
 
     monkeypatch.setattr(pipeline, "render_png_via_task", down)
-    assert error(gs.confirm(operation), 503)["code"] == "task_queue_unavailable"
+    assert_error(gs.confirm(operation), 503, "task_queue_unavailable")
     assert PendingOperation.objects.get(public_id=operation).status == OperationStatus.PENDING
     monkeypatch.undo()
     assert result(gs.confirm(operation))["added"] == 1

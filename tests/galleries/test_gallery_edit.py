@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from galleries.models import GalleryHistory, GalleryItem
+from tests.support.errors import assert_denied, assert_error
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_an_approval_binds_the_number_not_how_it_was_written(gs, filled):
 def test_stale_revision_is_409(gs, filled, tool, key):
     items, revision = filled
     response = run(gs, tool, {key: items if key == "order" else items[:1], "revision": revision - 1})
-    assert response.status_code == 409 and response.json()["error"]["code"] == "revision_conflict"
+    assert_error(response, 409, "revision_conflict")
     assert GalleryItem.objects.count() == 4
 
 
@@ -64,7 +65,7 @@ def test_delete_needs_approval_bound_to_the_items(gs, filled):
     assert "alice-ext" in decision["card"]["title"] and "position 1" in decision["card"]["body"]
     other = {**args, "items": [items[1]]}
     denied = gs.dsh.execute(gs.session, "arkme_extension_preview_delete", other, approval=decision["approval"])
-    assert denied.status_code == 403
+    assert_error(denied, 403, "approval_required", details={"reason": "other_arguments"})
     assert GalleryItem.objects.count() == 4
 
 
@@ -79,23 +80,21 @@ def test_reorder_card_names_the_extension_and_order(gs, filled):
 def test_reorder_must_name_every_item_once(gs, filled, order_of):
     items, revision = filled
     decision = gs.dsh.pre_execute(gs.session, "arkme_extension_preview_reorder",
-                                  {"extension": gs.extension, "order": order_of(items), "revision": revision}).json()
-    if decision["decision"] == "deny":
-        assert decision["error"]["code"] in ("unknown_item", "invalid_order")
+                                  {"extension": gs.extension, "order": order_of(items), "revision": revision})
+    if decision.json()["decision"] == "deny":
+        assert_denied(decision, ("unknown_item", "invalid_order"))
         return
     response = gs.dsh.execute(gs.session, "arkme_extension_preview_reorder",
                               {"extension": gs.extension, "order": order_of(items), "revision": revision},
-                              approval=decision["approval"])
-    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_order"
+                              approval=decision.json()["approval"])
+    assert_error(response, 400, "invalid_order")
 
 
 def test_unknown_item_is_denied_at_pre_execute(gs, filled):
     items, revision = filled
     decision = gs.dsh.pre_execute(gs.session, "arkme_extension_preview_delete",
-                                  {"extension": gs.extension, "items": [items[0], "img_nope"], "revision": revision}).json()
-    assert decision["decision"] == "deny"
-    assert decision["error"]["code"] == "unknown_item"
-    assert decision["error"]["details"]["fields"] == ["items[1]"]
+                                  {"extension": gs.extension, "items": [items[0], "img_nope"], "revision": revision})
+    assert assert_denied(decision, "unknown_item")["details"]["fields"] == ["items[1]"]
 
 
 @pytest.mark.parametrize("arguments,field", [
@@ -108,15 +107,14 @@ def test_unknown_item_is_denied_at_pre_execute(gs, filled):
 ])
 def test_delete_argument_rules(gs, arguments, field):
     response = gs.dsh.execute(gs.session, "arkme_extension_preview_delete", {"extension": gs.extension, **arguments})
-    assert response.status_code == 400
-    assert field in response.json()["error"]["details"]["fields"]
+    assert field in assert_error(response, 400, "invalid_arguments")["details"]["fields"]
 
 
 def test_another_accounts_gallery_is_404(gs, filled, world):
     items, revision = filled
     decision = gs.dsh.pre_execute(gs.session, "arkme_extension_preview_delete",
-                                  {"extension": world.bob_ext.public_id, "items": items[:1], "revision": 0}).json()
-    assert decision["decision"] == "deny" and decision["error"]["code"] == "unknown_extension"
+                                  {"extension": world.bob_ext.public_id, "items": items[:1], "revision": 0})
+    assert_denied(decision, "unknown_extension")
 
 
 def test_revision_equals_history_length(gs, filled):

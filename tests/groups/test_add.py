@@ -11,6 +11,7 @@ from groups import refs as refs_module
 from groups.models import ChatMessage, Invitation, Membership, PrivateChat
 from groups.services import private_chat_ensure
 from tests.support.concurrency import race
+from tests.support.errors import assert_error
 from tests.support.groups import ref_of
 
 
@@ -84,14 +85,14 @@ def test_ref_list_rules_are_400_before_anything_is_written(dsh, session, refs, c
     carol = ref_of(candidates, "open-group", "Carol")
     response = dsh.execute(session, "arkme_group_member_add",
                            {"source_ref": refs["open-group"], "candidate_refs": refs_of(carol)}, approval="apv_x")
-    assert response.status_code == 400
+    assert assert_error(response, 400, "invalid_arguments")["details"]["fields"] == ["candidate_refs"]
     assert Membership.objects.count() == 3
 
 
 def test_add_needs_approval_and_the_card_names_group_and_people(dsh, session, refs, candidates):
     args = {"source_ref": refs["approval-group"],
             "candidate_refs": [ref_of(candidates, "approval-group", "Carol"), ref_of(candidates, "approval-group", "Dave")]}
-    assert dsh.execute(session, "arkme_group_member_add", args).status_code == 403
+    assert_error(dsh.execute(session, "arkme_group_member_add", args), 403, "approval_required")
     card = dsh.pre_execute(session, "arkme_group_member_add", args).json()["card"]
     assert "approval-group" in card["title"] and "Carol" in card["body"] and "Dave" in card["body"]
     assert "invitation" in card["body"]

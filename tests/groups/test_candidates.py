@@ -13,6 +13,7 @@ from groups.models import Membership, PrivateChat
 from groups.refs import make_source_ref
 from groups.selectors import group_and_candidates
 from groups.services import membership_ensure, private_chat_ensure
+from tests.support.errors import assert_error
 
 
 def candidate_chats(account, group, *, query, limit):
@@ -72,25 +73,25 @@ def test_an_integral_limit_written_as_a_float_is_that_integer(candidates):
                                              ({"query": "x" * 101}, "query"), ({"other": 1}, "other")])
 def test_bad_arguments_are_400(dsh, session, refs, arguments, field):
     response = dsh.execute(session, "arkme_group_member_candidates", {"source_ref": refs["open-group"], **arguments})
-    assert response.status_code == 400 and field in response.json()["error"]["details"]["fields"]
+    assert field in assert_error(response, 400, "invalid_arguments")["details"]["fields"]
 
 
 @pytest.mark.parametrize("ref,code,status", [("grp_raw", "invalid_source_ref", 400), ("", "invalid_arguments", 400)])
 def test_bad_source_ref_refuses_the_whole_call(dsh, session, ref, code, status):
     response = dsh.execute(session, "arkme_group_member_candidates", {"source_ref": ref})
-    assert response.status_code == status and response.json()["error"]["code"] == code
+    assert_error(response, status, code)
 
 
 def test_another_accounts_source_ref_is_refused(dsh, world, refs):
     bob_session = dsh.open_session(world.bob)["session"]
     response = dsh.execute(bob_session, "arkme_group_member_candidates", {"source_ref": refs["open-group"]})
-    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_source_ref"
+    assert_error(response, 400, "invalid_source_ref")
 
 
 def test_a_former_member_is_refused(dsh, session, refs, world):
     Membership.objects.filter(group=world.open_group, account=world.alice).delete()
     response = dsh.execute(session, "arkme_group_member_candidates", {"source_ref": refs["open-group"]})
-    assert response.status_code == 403 and response.json()["error"]["code"] == "not_a_member"
+    assert_error(response, 403, "not_a_member")
 
 
 def _world_of(chats: int, members: int):
