@@ -344,11 +344,11 @@ def _growth_arm(world: dict[str, Any], variant: str, size: str, n: int) -> None:
         for i in range(n):
             registrars[i].toolset(mcp_tools.PROFILE, mcp_tools.PHASES)
         return
-    import toolregistry.sessions
+    import toolregistry.toolsets
     from toolregistry.api import views
 
     registrar = mcp_tools.registrar(tools)
-    toolregistry.sessions.registrar, views.CATALOG = registrar, registrar.catalog
+    toolregistry.toolsets.registrar, views.CATALOG = registrar, registrar.catalog
     call = _Wsgi()
     auth = {"HTTP_AUTHORIZATION": f"Bearer {world['key']}"}
     path = f"/dsh/v1/sessions/{world['mcp_session']}" if variant == "view" else "/dsh/v1/catalog"

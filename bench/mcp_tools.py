@@ -60,9 +60,9 @@ def registrar(n: int) -> Registrar:
 
 def install(n: int) -> None:
     """In the product's server process: serve the N-tool catalog through the product's path."""
-    import toolregistry.sessions
+    import toolregistry.toolsets
 
-    toolregistry.sessions.registrar = registrar(n)
+    toolregistry.toolsets.registrar = registrar(n)
 
 
 def listed_definitions(n: int) -> list[dict[str, Any]]:

@@ -36,7 +36,7 @@ def _compile_seconds(n: int) -> float:
 def run() -> Result:
     from django.test import Client
 
-    import toolregistry.sessions
+    import toolregistry.toolsets
     from arkme.accounts.models import Account
     from arkme.conversations.clients import dsh_client_create
     from arkme.conversations.sessions import session_open, session_set_attachments
@@ -49,12 +49,12 @@ def run() -> Result:
     session = session_open(client=client, account=account.public_id, profile=mcp_tools.PROFILE).public_id
     session_set_attachments(client=client, public_id=session, mounted=True)
     http = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
-    shipped_registrar, shipped_catalog = toolregistry.sessions.registrar, views.CATALOG
+    shipped_registrar, shipped_catalog = toolregistry.toolsets.registrar, views.CATALOG
     rows = {}
     try:
         for n in mcp_tools.SIZES:
             registrar = mcp_tools.registrar(n)
-            toolregistry.sessions.registrar = registrar
+            toolregistry.toolsets.registrar = registrar
             views.CATALOG = registrar.catalog
             listed = http.get(f"/dsh/v1/sessions/{session}").json()["tools"]
             assert len(listed) == n, (n, len(listed))
@@ -72,7 +72,7 @@ def run() -> Result:
                        "session_view_ms": median_seconds(view) / REQUESTS * 1000,
                        "catalog_ms": median_seconds(catalog) / REQUESTS * 1000}
     finally:
-        toolregistry.sessions.registrar, views.CATALOG = shipped_registrar, shipped_catalog
+        toolregistry.toolsets.registrar, views.CATALOG = shipped_registrar, shipped_catalog
     small, large = rows[mcp_tools.SIZES[0]], rows[mcp_tools.SIZES[-1]]
     ratios = {name: round(large[name] / small[name], 2) for name in small}
     worst = max(ratios.values())

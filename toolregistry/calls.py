@@ -21,7 +21,7 @@ from .metadata import Approval, ToolContext
 from .models import Surface
 from .ports import current_ports
 from .registrar import CompiledTool, Toolset
-from .sessions import session_toolset
+from .toolsets import session_toolset
 
 
 @dataclass(eq=False)

@@ -6,7 +6,7 @@ from typing import Any
 from django.core import checks
 
 from .catalog import CATALOG
-from .validation import validate_catalog
+from .catalog_checks import validate_catalog
 
 
 @checks.register("toolregistry")

@@ -15,8 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 from jsonschema import Draft202012Validator
 
 from .catalog import CATALOG, DISABLED, Catalog
+from .catalog_checks import select_guidance
 from .metadata import Phase, ToolDefinition, ToolMetadata, ToolModule
-from .validation import select_guidance
 
 
 @dataclass(frozen=True)

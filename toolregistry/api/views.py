@@ -25,7 +25,7 @@ from ..catalog import CATALOG, Catalog
 from ..execution import tool_execute, tool_pre_execute
 from ..models import Surface
 from ..registrar import Toolset
-from ..sessions import session_toolset
+from ..toolsets import session_toolset
 from . import serializers as s
 from .authentication import request_session
 from .base import DshApiView

@@ -35,7 +35,7 @@ from arkme.kernel.tracing import span as traced_span
 
 from ..api.parsers import loads_strict
 from ..registrar import Toolset
-from ..sessions import session_toolset
+from ..toolsets import session_toolset
 from .exchange import EARLIER_VERSIONS, ID_REQUIRED_VERSIONS, SUPPORTED_VERSIONS, Exchange, serving
 from .server import server_for
 

@@ -7,9 +7,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...catalog import CATALOG
+from ...catalog_checks import validate_catalog
 from ...metadata import Phase
 from ...registrar import registrar
-from ...validation import validate_catalog
 
 
 class Command(BaseCommand):

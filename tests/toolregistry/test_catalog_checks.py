@@ -8,8 +8,8 @@ from django.core.management.base import CommandError
 from tests.support.fakes import Guidance, base_modules, catalog_of, fake_module, writer
 from toolregistry import checks
 from toolregistry.catalog import CATALOG
+from toolregistry.catalog_checks import validate_catalog
 from toolregistry.metadata import Approval, Effect, Kind, Phase
-from toolregistry.validation import validate_catalog
 
 
 def problem_ids(modules, guidance=()):
