@@ -83,8 +83,6 @@ class ToolCall(models.Model):
         ]
 
 
-# Upper bounds (ms) of the latency buckets the hourly roll-up counts calls into; the last is open.
-LATENCY_BOUNDS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 
 
 class ToolCallHour(models.Model):

@@ -21,8 +21,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from arkme.kernel.metrics import LATENCY_BOUNDS_MS
+
 from .audit import INTERRUPTED, INTERRUPTED_AFTER, outcome_seen
-from .models import LATENCY_BOUNDS_MS, ToolCall, ToolCallHour
+from .models import ToolCall, ToolCallHour
 
 HOUR = timedelta(hours=1)
 SETTLE = 2 * INTERRUPTED_AFTER

@@ -29,9 +29,12 @@ from prometheus_client.registry import Collector
 
 TOOL_CALLS = Counter("arkme_tool_calls_total", "Tool calls by tool, outcome (ok or the error code) and surface.",
                      ["tool", "outcome", "surface"])
+# A tool call's latency buckets, the one set both counts use: Prometheus' histogram (in
+# seconds) and the hourly roll-up the staff dashboard draws its p50 and p95 from (in ms, stored
+# a row an hour: changing them changes what stored rows mean). The last bucket is open.
+LATENCY_BOUNDS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 TOOL_SECONDS = Histogram("arkme_tool_call_seconds", "Tool call duration by tool, outcome and surface.",
-                         ["tool", "outcome", "surface"],
-                         buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25))
+                         ["tool", "outcome", "surface"], buckets=tuple(ms / 1000 for ms in LATENCY_BOUNDS_MS))
 APPROVALS = Counter("arkme_approvals_total",
                     "Pre-execute approvals: asked, used, declined, or refused (expired, used again, "
                     "invalid, for other arguments, card changed).", ["event"])

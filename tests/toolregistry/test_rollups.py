@@ -5,7 +5,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from toolregistry.models import LATENCY_BOUNDS_MS, ToolCall, ToolCallHour
+from arkme.kernel.metrics import LATENCY_BOUNDS_MS
+from toolregistry.models import ToolCall, ToolCallHour
 from toolregistry.rollups import calls_by_tool, tool_call_series, tool_calls_roll_up
 
 
@@ -69,3 +70,15 @@ def test_the_hour_a_running_write_began_in_is_rolled_up_again_once_it_ends(db, d
     ToolCall.objects.filter(outcome="in_progress").update(outcome="ok", http_status=200, duration_ms=1500)
     tool_calls_roll_up(now=hour + timedelta(minutes=5))
     assert tool_call_series(hours=2, now=hour)[0].calls_by_outcome == {"ok": 1}
+
+
+def test_prometheus_and_the_roll_up_count_calls_into_the_same_buckets():
+    """One set of latency buckets: a p95 on the dashboard and one from Prometheus agree."""
+    from arkme.kernel.metrics import TOOL_SECONDS
+
+    TOOL_SECONDS.labels("bucket_check", "ok", "rest")
+    [family] = TOOL_SECONDS.collect()
+    bounds = [float(sample.labels["le"]) for sample in family.samples
+              if sample.name.endswith("_bucket") and sample.labels["tool"] == "bucket_check"]
+    assert bounds == [ms / 1000 for ms in LATENCY_BOUNDS_MS] + [float("inf")]
+    TOOL_SECONDS.remove("bucket_check", "ok", "rest")
