@@ -16,7 +16,8 @@ import pytest
 import toolregistry.toolsets
 from bench import fastmcp_peer
 from bench.mcp_tools import ECHO, SIZES, listed_definitions, registrar, write_definitions
-from tests.support.mcp import Mcp, error_of, value_of
+from tests.support.errors import assert_tool_error
+from tests.support.mcp import Mcp, value_of
 from toolregistry.models import ToolCall
 
 
@@ -58,7 +59,7 @@ def test_the_products_side_runs_its_own_path(dsh, world, monkeypatch):
     client = Mcp(dsh, session)
     assert [tool["name"] for tool in client.tools()] == [d["name"] for d in listed_definitions(32)]
     assert value_of(client.call(ECHO, {"text": "hi"})) == {"echo": "hi"}
-    assert error_of(client.call(ECHO, {"text": 7}))["code"] == "invalid_arguments"
+    assert_tool_error(client.call(ECHO, {"text": 7}), "invalid_arguments")
     assert list(ToolCall.objects.values_list("tool_name", "outcome", "surface")) == [
         (ECHO, "invalid_arguments", "mcp"), (ECHO, "ok", "mcp")]
 
