@@ -5,6 +5,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from arkme.kernel.storage import LocalObjectStore
+from tests.support.errors import assert_error
 from tests.support.images import png
 from tests.support.mcp import Mcp, accept
 
@@ -71,7 +72,8 @@ def _calls(gs) -> None:
     gs.dsh.approve_and_execute(gs.session, "arkme_id_change", {"arkme_id": "alice_metrics"})
     Mcp(gs.dsh, gs.session).call_answering("arkme_id_change", {"arkme_id": "alice_other"}, accept(approve=False))
     gs.dsh.execute(gs.session, "arkme_id_change", {"arkme_id": "alice_third"}, approval="apv_forged")
-    assert gs.prepare(source="workspace", workspace_paths=[gs.write("tiny.png", png((100, 100)))]).status_code == 422
+    assert_error(gs.prepare(source="workspace", workspace_paths=[gs.write("tiny.png", png((100, 100)))]), 422,
+                 "image_dimensions")
     assert gs.prepare(source="workspace", workspace_paths=gs.write_many(1)).status_code == 200
 
 
@@ -103,7 +105,7 @@ def test_checking_whether_an_attachment_is_an_image_refuses_nothing(metrics, gs)
     assert gs.say("two files", files=[("notes.txt", b"plain text, not an image " * 40),
                                       ("notes.gz", b"\x1f\x8b" + b"compressed" * 40)]).status_code == 201
     refused = gs.prepare(source="attachments")
-    assert refused.status_code == 422 and refused.json()["error"]["code"] == "no_captured_images"
+    assert_error(refused, 422, "no_captured_images")
     after = metrics()
     grew = {code: value(after, "arkme_images_refused_total", code=code)
             - value(before, "arkme_images_refused_total", code=code)
@@ -130,7 +132,7 @@ def test_store_faults_and_task_waits_are_counted(metrics, gs, monkeypatch):
     gs.say("确认")
     monkeypatch.setattr(LocalObjectStore, "_put", broken)
     confirmed = gs.confirm(prepared["operation"])
-    assert confirmed.status_code == 503, confirmed.content
+    assert_error(confirmed, 503, "storage_unavailable")
     faulted = metrics()
     assert value(faulted, "arkme_blob_store_faults_total", operation="put_if_absent") == value(
         after, "arkme_blob_store_faults_total", operation="put_if_absent") + 1

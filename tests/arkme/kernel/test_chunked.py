@@ -9,6 +9,7 @@ from arkme.conversations.models import CapturedAttachment, Message
 from arkme.kernel.chunked import ChunkedBodies, request_body_limit
 from config.wsgi import application
 from tests.support import images
+from tests.support.errors import Answer, assert_error
 from tests.support.wsgi import environ as wsgi_environ
 from tests.support.wsgi import requests_keep_the_connection
 
@@ -41,6 +42,17 @@ def run(app, env) -> tuple[str, dict]:
 
     raw = b"".join(app(env, start_response))
     return answer["status"], json.loads(raw) if raw else {}
+
+
+def answer_of(app, env) -> Answer:
+    """The application's answer with its headers, to be read as a test client's response is."""
+    started: dict = {}
+
+    def start_response(status, headers, exc_info=None):
+        started["status"], started["headers"] = status, dict(headers)
+
+    raw = b"".join(app(env, start_response))
+    return Answer(int(started["status"].split()[0]), started["headers"], raw)
 
 
 def test_a_chunked_body_gets_its_length():
@@ -85,8 +97,7 @@ def test_a_chunked_execute_runs(served, dsh, session):
 def test_a_chunked_json_body_past_the_limit_is_413(served, dsh, session, settings):
     body = json.dumps({"id": "m1", "text": "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 10)}).encode()
     env = environ(f"/dsh/v1/sessions/{session}/messages", body, HTTP_AUTHORIZATION=f"Bearer {dsh.key}")
-    status, answer = run(application, env)
-    assert status.startswith("413") and answer["error"]["code"] == "payload_too_large"
+    assert_error(answer_of(application, env), 413, "payload_too_large")
     assert not Message.objects.exists()
 
 

@@ -16,6 +16,7 @@ from psycopg_pool import PoolTimeout
 from rest_framework.test import APIClient
 
 from arkme.kernel.outages import is_database_outage
+from tests.support.errors import assert_error, assert_tool_error
 from tests.support.mcp import Mcp
 
 
@@ -66,9 +67,7 @@ def test_rest_authentication_in_an_outage_is_503_database_unavailable(dsh, sessi
     monkeypatch.setattr(authentication, "session_for_key", raise_outage)
     monkeypatch.setattr(authentication, "client_for_key", raise_outage)
     for response in (dsh.execute(session, "arkme_context", {}), dsh.api.get("/dsh/v1/catalog")):
-        assert response.status_code == 503 and response["Content-Type"] == "application/json"
-        assert response.json()["error"]["code"] == "database_unavailable"
-        assert response["Retry-After"]
+        assert_error(response, 503, "database_unavailable")
     # One line each, the request's 5xx line, with the outage as its cause.
     lines = [r for r in caplog.records if r.levelname == "ERROR"]
     assert len(lines) == 2 and all(r.exc_info and "Connection refused" in str(r.exc_info[1]) for r in lines), [
@@ -84,7 +83,7 @@ def test_a_bug_the_database_reports_stays_a_500(dsh, session, monkeypatch):
     monkeypatch.setattr(authentication, "session_for_key", bug)
     dsh.api.raise_request_exception = False
     response = dsh.execute(session, "arkme_context", {})
-    assert response.status_code == 500 and response.json()["error"]["code"] == "internal_error"
+    assert_error(response, 500, "internal_error")
 
 
 def test_mcp_before_the_call_is_an_http_503_envelope(dsh, session, monkeypatch):
@@ -92,7 +91,7 @@ def test_mcp_before_the_call_is_an_http_503_envelope(dsh, session, monkeypatch):
 
     monkeypatch.setattr(door, "session_for_key", raise_outage)
     response = Mcp(dsh, session).rpc("tools/call", {"name": "arkme_context", "arguments": {}})
-    assert response.status_code == 503 and response.json()["error"]["code"] == "database_unavailable"
+    assert_error(response, 503, "database_unavailable")
 
 
 def test_mcp_tool_call_in_an_outage_is_the_tool_error_database_unavailable(dsh, session, monkeypatch):
@@ -101,8 +100,7 @@ def test_mcp_tool_call_in_an_outage_is_the_tool_error_database_unavailable(dsh, 
     monkeypatch.setattr(server, "tool_execute", raise_outage)
     response = Mcp(dsh, session).rpc("tools/call", {"name": "arkme_context", "arguments": {}})
     assert response.status_code == 200, response.content
-    result = response.json()["result"]
-    assert result["isError"] and result["structuredContent"]["error"]["code"] == "database_unavailable"
+    assert_tool_error(response.json()["result"], "database_unavailable")
 
 
 def test_the_join_page_in_an_outage_is_an_html_503(world, monkeypatch):
@@ -131,8 +129,11 @@ def test_an_outage_escaping_a_middleware_is_still_the_doors_503(path, json):
     except OperationalError:
         assert sys.exc_info()[1] is not None
         response = server_error(request)
-    assert response.status_code == 503
-    assert response["Content-Type"].startswith("application/json" if json else "text/html")
+    if json:
+        assert_error(response, 503, "database_unavailable")
+    else:
+        assert response.status_code == 503 and response["Content-Type"].startswith("text/html")
+        assert response["Retry-After"]
 
 
 def test_database_unavailable_is_in_the_openapi_error_codes(db):
