@@ -265,8 +265,9 @@ def describe_members_add(*, account: AccountIdentity, source_ref: str, candidate
 
 # --- invitations and join requests ------------------------------------------------------------
 
-class InvitationUnusable(Exception):
-    """An unknown, used, revoked or expired invitation token."""
+class InvitationUnusable(Conflict):
+    """An unknown, used, revoked or expired invitation token. Only the join page meets it, and
+    shows its message to the person who followed the link."""
 
 
 def invitation_check_usable(invitation: Invitation) -> None:
