@@ -12,7 +12,6 @@ from typing import TypedDict
 from arkme.kernel.errors import ContentRejected, ErrorCode
 
 from ..ingest.process_image import sha256_hex
-from ..models import Blob
 from .storage import blob_key, blob_store, staging_key
 
 
@@ -21,12 +20,11 @@ class Promoted(TypedDict):
     created: bool
 
 
-def blob_promote(*, sha256: str, record: tuple[int, int, str] | None = None) -> Promoted:
+def blob_promote(*, sha256: str) -> Promoted:
     """Move a staged image into its content address, verified. Idempotent: an image already
     there (stored by an earlier confirm whose commit failed, by a concurrent task for the same
     image, or by this task's first run) is verified and left as it is; a damaged one is
-    replaced. ``record`` (width, height, format) also records the row, for a caller of the
-    previous release, which expects the task to."""
+    replaced."""
     store = blob_store()
     final, staged = blob_key(sha256), staging_key(sha256)
     there = store.read(final) if store.exists(final) else None
@@ -46,8 +44,4 @@ def blob_promote(*, sha256: str, record: tuple[int, int, str] | None = None) -> 
             store.delete(final)  # damaged: replaced by the verified bytes
         created = store.put_copy_if_absent(final, staged, data)
     store.delete(staged)
-    if record is not None:
-        width, height, fmt = record
-        Blob.objects.get_or_create(sha256=sha256,
-                                   defaults={"size": len(data), "width": width, "height": height, "format": fmt})
     return {"sha256": sha256, "created": created}

@@ -15,8 +15,6 @@ from .promote import blob_promote
 
 
 @shared_task(name="galleries.store_blob", acks_late=True)
-def store_blob(sha256: str, width: int | None = None, height: int | None = None, fmt: str | None = None) -> dict[str, Any]:
-    # The caller records the row in its own transaction. A web process of the previous release
-    # (during a rolling deploy) sends the dimensions and expects the task to record it.
-    record = (width, height, fmt) if width is not None and height is not None and fmt else None
-    return task_answer(blob_promote, sha256=sha256, record=record)
+def store_blob(sha256: str) -> dict[str, Any]:
+    # The bytes only: the caller records the blob's row in its own transaction.
+    return task_answer(blob_promote, sha256=sha256)
