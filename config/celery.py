@@ -1,5 +1,5 @@
-"""The Celery application. Task messages are JSON; results are JSON, or msgpack where they carry
-bytes (``arkme.kernel.result_store``); tasks run in-process when no broker is configured."""
+"""The Celery application. Task messages are JSON, results msgpack (a rendered PNG comes back as
+bytes); tasks run in-process when no broker is configured."""
 from __future__ import annotations
 
 import logging

@@ -22,7 +22,6 @@ nothing sound about the full one.
 """
 from __future__ import annotations
 
-import base64
 import logging
 import os
 import queue
@@ -38,7 +37,6 @@ from django.conf import settings
 
 from arkme.kernel.budget import remaining
 from arkme.kernel.errors import ContentRejected, ErrorCode, QueueUnavailable, Throttled
-from arkme.kernel.result_store import carries_bytes
 from arkme.kernel.slots import slot
 from arkme.kernel.tasking import deadline_left, run_and_wait, task_answer
 
@@ -46,8 +44,6 @@ from .svg_render_worker import OK, READY, REQUEST, RESPONSE, read_exact
 
 logger = logging.getLogger(__name__)
 RECYCLE_AFTER = 200
-# How the render task brings its PNG back (``render_svg``'s ``carry``).
-BYTES, BASE64 = "bytes", "base64"
 START_TIMEOUT_SECONDS = 30.0
 # The project root, so that ``python -m`` finds the worker module from any working directory.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -185,20 +181,17 @@ def render_png(svg: bytes, width: int, height: int, *, timeout: float | None = N
         raise RenderFailed("The SVG took too long to render.") from None
 
 
-def _render_carried(svg: str, width: int, height: int, carry: str, caller_left: float | None) -> bytes | str:
-    png = render_png(svg.encode("utf-8"), width, height, caller_left=caller_left)
-    return png if carry == BYTES else base64.b64encode(png).decode("ascii")
+def _render_text(svg: str, width: int, height: int, caller_left: float | None) -> bytes:
+    return render_png(svg.encode("utf-8"), width, height, caller_left=caller_left)
 
 
 @shared_task(name="galleries.render_svg", acks_late=True, bind=True)
-def render_svg(self: Task, svg: str, width: int, height: int, carry: str = BASE64) -> dict[str, object]:
+def render_svg(self: Task, svg: str, width: int, height: int) -> dict[str, object]:
     """The render as a task: a worker's crash or a hung render costs a render process only.
 
-    ``carry`` is how the PNG comes back: as bytes where the result store carries them
-    (``arkme.kernel.result_store``), else as base64 text, which is also what a web process of
-    the previous release, sending three arguments, still gets. The task's ``expires`` is its
-    caller's deadline: the render stops there."""
-    return task_answer(_render_carried, svg, width, height, BYTES if carry == BYTES else BASE64, deadline_left(self))
+    The PNG comes back as bytes (results are msgpack). The task's ``expires`` is its caller's
+    deadline: the render stops there."""
+    return task_answer(_render_text, svg, width, height, deadline_left(self))
 
 
 def render_png_via_task(svg: bytes, width: int, height: int, *, account: int | None = None) -> bytes:
@@ -224,6 +217,5 @@ def _render_waited(svg: bytes, width: int, height: int) -> bytes:
         # In-process, the task would only wrap the same call in Celery's bookkeeping; the
         # request's budget still bounds the render.
         return render_png(svg, width, height, caller_left=remaining(settings.ARKME_TASK_WAIT_SECONDS))
-    answer = run_and_wait(render_svg, svg.decode("utf-8"), width, height, BYTES if carries_bytes() else BASE64)
-    # Base64 text where the result store carries JSON only (RPC).
-    return answer if isinstance(answer, bytes) else base64.b64decode(answer)
+    png: bytes = run_and_wait(render_svg, svg.decode("utf-8"), width, height)
+    return png

@@ -185,5 +185,5 @@ def test_a_render_task_stops_at_its_callers_deadline(settings, one_renderer, mon
     seen = []
     monkeypatch.setattr(svg_render, "deadline_left", lambda task: 0.5)
     monkeypatch.setattr(svg_render, "render_png", lambda *a, caller_left=None, **k: seen.append(caller_left) or b"")
-    svg_render.render_svg.apply(args=(svg().decode(), 400, 400, svg_render.BYTES)).get()
+    svg_render.render_svg.apply(args=(svg().decode(), 400, 400)).get()
     assert seen == [0.5]

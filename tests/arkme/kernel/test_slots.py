@@ -9,7 +9,6 @@ import redis
 from django.db import connection
 
 from arkme.kernel import slots
-from arkme.kernel.result_store import result_backend_url
 from config.celery import app
 from tests.support.live import listening
 from tests.support.services import require_service
@@ -58,7 +57,7 @@ def redis_results():
     require_service("Redis", listening(6379), "redis-server on 127.0.0.1:6379")
     url = f"redis://127.0.0.1:6379/{redis_db()}"
     previous = app.conf.result_backend
-    app.conf.result_backend = result_backend_url(url)
+    app.conf.result_backend = url
     app._local.__dict__.pop("backend", None)
     yield redis.Redis.from_url(url)
     app.conf.result_backend = previous
