@@ -123,6 +123,8 @@ def run() -> Result:
         # A fresh process with its own folder and database (bench.settings makes them).
         env = {k: v for k, v in os.environ.items()
                if k not in ("ARKME_BENCH_DIR", "ARKME_MEDIA_ROOT", "ARKME_WORKSPACE_ROOT", "DATABASE_URL")}
+        # As the Procfile starts the web process: its threads share one malloc arena.
+        env.setdefault("MALLOC_ARENA_MAX", "1")
         output = subprocess.run([sys.executable, "-m", "bench.peak_memory", name], env=env, check=True,
                                 capture_output=True, text=True).stdout
         data = json.loads(output.strip().splitlines()[-1])

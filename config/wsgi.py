@@ -1,13 +1,7 @@
 """WSGI entry point (gunicorn config.wsgi)."""
 import os
 
-from arkme.kernel.native_memory import limit_malloc_arenas
-
-# Before any thread of the worker allocates: threads then share one arena, so what libvips'
-# decoder frees is there for its encoder (arkme.kernel.native_memory).
-limit_malloc_arenas()
-
-from django.core.wsgi import get_wsgi_application  # noqa: E402
+from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = get_wsgi_application()

@@ -15,8 +15,6 @@ from typing import Any
 
 from PIL import Image
 
-from arkme.kernel.native_memory import limit_malloc_arenas
-
 from .limits import fits_stored, too_large_to_store
 from .normalised import EncodedOutput, Normalised
 from .rejection import undecodable, unreadable_profile
@@ -25,9 +23,9 @@ from .rejection import undecodable, unreadable_profile
 @functools.cache
 def libvips() -> ModuleType:
     """libvips, started in the process that first processes a photograph: a Celery parent
-    that forks its children never starts it, and no child inherits its threads."""
-    # Before libvips' first thread: what its decoder frees, its encoder may then reuse.
-    limit_malloc_arenas()
+    that forks its children never starts it, and no child inherits its threads. Its threads
+    share one malloc arena where the process was started as the Procfile starts it
+    (``MALLOC_ARENA_MAX=1``), so what its decoder frees its encoder reuses."""
     import pyvips
 
     # libvips keeps recent operations and their pixels for reuse; an upload is never
