@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.support.errors import Answer, assert_error
 from tests.support.live import deployment, gunicorn
 
 
@@ -18,13 +19,18 @@ def served(tmp_path):
     process.wait(timeout=15)
 
 
-def chunked(port: int, path: str, pieces: list[bytes], headers: dict[str, str]) -> tuple[int, dict]:
+def chunked_answer(port: int, path: str, pieces: list[bytes], headers: dict[str, str]) -> Answer:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     connection.request("POST", path, iter(pieces), headers, encode_chunked=True)
     response = connection.getresponse()
     raw = response.read()
     connection.close()
-    return response.status, json.loads(raw)
+    return Answer(response.status, response.headers, raw)
+
+
+def chunked(port: int, path: str, pieces: list[bytes], headers: dict[str, str]) -> tuple[int, dict]:
+    answered = chunked_answer(port, path, pieces, headers)
+    return answered.status_code, json.loads(answered.content)
 
 
 def test_chunked_bodies_reach_the_api_and_the_mcp_endpoint(served):
@@ -45,6 +51,6 @@ def test_chunked_bodies_reach_the_api_and_the_mcp_endpoint(served):
         "Mcp-Method": "tools/list"})
     assert status == 200 and body["id"] == 7
     assert "arkme_context" in [tool["name"] for tool in body["result"]["tools"]]
-    status, body = chunked(port, f"/dsh/v1/sessions/{session}/messages",
-                           [b'{"id": "m1", "text": "', b"x" * (2 * 1024 * 1024), b'"}'], auth)
-    assert status == 413 and body["error"]["code"] == "payload_too_large"
+    too_large = chunked_answer(port, f"/dsh/v1/sessions/{session}/messages",
+                               [b'{"id": "m1", "text": "', b"x" * (2 * 1024 * 1024), b'"}'], auth)
+    assert_error(too_large, 413, "payload_too_large")

@@ -13,13 +13,15 @@ import time
 import pytest
 
 from tests.reliability.test_celery_worker import heavy_svg
+from tests.support.errors import Answer, assert_error
 
 pytestmark = [pytest.mark.postgres]
 BUDGET = 8  # ARKME_REQUEST_BUDGET_SECONDS, scaled down: the claim expires 10 s after it
 EXPIRY = BUDGET + 10
 
 
-def keyed_prepare(port: int, key: str, session: str, extension: str, path: str, idempotency_key: str):
+def keyed_answer(port: int, key: str, session: str, extension: str, path: str, idempotency_key: str) -> Answer:
+    """A keyed prepare's answer with its headers; status 0 when the connection dropped."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     body = {"arguments": {"action": "prepare", "extension": extension, "source": "workspace",
                           "workspace_paths": [path]}}
@@ -28,11 +30,17 @@ def keyed_prepare(port: int, key: str, session: str, extension: str, path: str, 
                            json.dumps(body), {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                                               "Idempotency-Key": idempotency_key})
         response = connection.getresponse()
-        return response.status, json.loads(response.read() or b"{}")
+        return Answer(response.status, response.headers, response.read())
     except (OSError, http.client.HTTPException) as exc:
-        return 0, {"dropped": type(exc).__name__}
+        return Answer(0, {}, {"dropped": type(exc).__name__})
     finally:
         connection.close()
+
+
+def keyed_prepare(port: int, key: str, session: str, extension: str, path: str,
+                  idempotency_key: str) -> tuple[int, dict]:
+    answered = keyed_answer(port, key, session, extension, path, idempotency_key)
+    return answered.status_code, json.loads(answered.content or b"{}")
 
 
 def test_a_killed_processs_claim_expires_and_a_retry_does_the_work_once(production_stack, figures):
@@ -67,10 +75,10 @@ def test_a_killed_processs_claim_expires_and_a_retry_does_the_work_once(producti
 
     # Too early: the claim may still be a live call's. The retry waits within its budget, then 409.
     early_started = time.monotonic()
-    early = keyed_prepare(*args)
+    early = keyed_answer(*args)
     early_seconds = time.monotonic() - early_started
     if time.monotonic() - claimed < EXPIRY - 1:
-        assert early[0] == 409 and early[1]["error"]["code"] == "idempotency_in_progress", early
+        assert_error(early, 409, "idempotency_in_progress")
         assert early_seconds < BUDGET + 15, early_seconds  # a worker just started, on a loaded machine
 
     # After the expiry: taken over, done, once.

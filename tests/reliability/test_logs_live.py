@@ -16,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import images
+from tests.support.errors import Answer, assert_error
 from tests.support.live import ROOT
 
 pytestmark = pytest.mark.postgres
@@ -77,10 +78,14 @@ def test_every_line_is_json_with_the_request_id_and_no_secret(production_stack, 
     key = {"Authorization": f"Bearer {stack.key}", "Content-Type": "application/json"}
     answered: dict[str, int] = {}  # request id -> status
 
-    def dsh(method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    def dsh_answer(method: str, path: str, body: dict | None = None) -> Answer:
         status, headers, raw = request(web.port, method, f"/dsh/v1/{path}", body, key)
         answered[headers["x-request-id"]] = status
-        return status, json.loads(raw) if raw else {}
+        return Answer(status, headers, raw)
+
+    def dsh(method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        reply = dsh_answer(method, path, body)
+        return reply.status_code, json.loads(reply.content) if reply.content else {}
 
     try:
         status, opened = dsh("POST", "sessions", {"account": stack.world["accounts"]["alice"], "workspace": "demo"})
@@ -93,12 +98,12 @@ def test_every_line_is_json_with_the_request_id_and_no_secret(production_stack, 
             "action": "prepare", "extension": extension, "source": "workspace", "workspace_paths": ["logo.svg"]}})
         assert status == 200, rendered
         render_request = next(rid for rid, s in reversed(answered.items()) if s == 200)
-        status, refused = dsh("POST", add, {"arguments": {  # too small: a 422, decoded on the offload threads
+        dsh("POST", add, {"arguments": {
             "action": "cancel", "extension": extension, "operation": rendered["result"]["operation"]}})
-        status, refused = dsh("POST", add, {"arguments": {
-            "action": "prepare", "extension": extension, "source": "workspace", "workspace_paths": ["tiny.png"]}})
-        assert status == 422, refused
-        assert dsh("GET", "sessions/no-such-session")[0] == 404
+        assert_error(dsh_answer("POST", add, {"arguments": {  # too small: a 422, decoded on the offload threads
+            "action": "prepare", "extension": extension, "source": "workspace", "workspace_paths": ["tiny.png"]}}),
+            422, "image_dimensions")
+        assert_error(dsh_answer("GET", "sessions/no-such-session"), 404, "unknown_session")
         join_status, join_headers, _ = request(web.port, "GET", f"/groups/join/{JOIN_TOKEN}?approval={QUERY_SECRET}")
         answered[join_headers["x-request-id"]] = join_status
         assert join_status < 500

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import images
-from tests.support.live import call, deployment, gunicorn, listening
+from tests.support.errors import Answer, assert_error
+from tests.support.live import answer, call, deployment, gunicorn, listening
 from tests.support.services import require_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,12 +40,12 @@ def deployed(tmp_path):
         process.wait(timeout=15)
 
 
-def prepare_svg(port: int, world: dict) -> tuple[int, str, dict]:
+def prepare_svg(port: int, world: dict) -> Answer:
     key = world["dsh_key"]
     _, _, opened = call(port, key, "POST", "sessions", {"account": world["accounts"]["alice"], "workspace": "demo"})
     session = opened["session"]
     call(port, key, "PUT", f"sessions/{session}/phases/attachments")
-    return call(port, key, "POST", f"sessions/{session}/tools/arkme_extension_preview_add/execute", {"arguments": {
+    return answer(port, key, "POST", f"sessions/{session}/tools/arkme_extension_preview_add/execute", {"arguments": {
         "action": "prepare", "extension": world["extensions"]["alice-ext"], "source": "workspace",
         "workspace_paths": ["logo.svg"]}})
 
@@ -53,16 +54,13 @@ def test_a_stopped_worker_is_a_json_503_within_the_request_budget(deployed, figu
     require_service("Redis", redis_up(), "redis-server on 127.0.0.1:6379")
     subprocess.run(["redis-cli", "-n", "14", "flushdb"], capture_output=True)
     world, serve = deployed
-    status, content_type, body = prepare_svg(serve(REDIS_DB), world)  # nobody consumes the render task
+    answered = prepare_svg(serve(REDIS_DB), world)  # nobody consumes the render task
     subprocess.run(["redis-cli", "-n", "14", "flushdb"], capture_output=True)
-    assert (status, content_type) == (503, "application/json"), body
-    assert body["error"]["code"] == "task_queue_unavailable"
+    assert_error(answered, 503, "task_queue_unavailable")
     figures.add("production_faults_answered_503")
 
 
 def test_an_unreachable_broker_is_a_json_503(deployed, figures):
     world, serve = deployed
-    status, content_type, body = prepare_svg(serve("redis://127.0.0.1:1/0"), world)
-    assert (status, content_type) == (503, "application/json"), body
-    assert body["error"]["code"] == "task_queue_unavailable"
+    assert_error(prepare_svg(serve("redis://127.0.0.1:1/0"), world), 503, "task_queue_unavailable")
     figures.add("production_faults_answered_503")

@@ -15,6 +15,7 @@ from galleries.blobs.storage import blob_key
 from galleries.models import Blob, Extension, Gallery, OperationStatus, PendingOperation
 from galleries.services.extensions import extension_create
 from tests.support import images
+from tests.support.errors import assert_error
 
 pytestmark = [pytest.mark.s3, pytest.mark.django_db]
 BATCH = 20
@@ -60,6 +61,7 @@ def test_a_failed_put_at_every_position_is_recovered(figures, s3, gs, world, mon
         if unchanged and stored_only_missing and complete:
             recovered += 1
         assert unchanged, (k, failed.content)
+        assert_error(failed, 503, "storage_unavailable")
         assert stored_only_missing, (k, retry_puts)
         assert complete, (k, done.content)
     figures.add("s3_fault_positions", BATCH)
@@ -107,6 +109,7 @@ def test_a_failed_read_at_every_position_of_confirm_keeps_the_operation(figures,
         done = gs.confirm(operation)
         if failed.status_code == 503 and pending and done.status_code == 200 and done.json()["result"]["added"] == READ_BATCH:
             recovered += 1
+        assert_error(failed, 503, "storage_unavailable")
     figures.add("s3_read_fault_positions", READ_BATCH)
     figures.add("s3_read_fault_recovered", recovered)
     assert recovered == READ_BATCH

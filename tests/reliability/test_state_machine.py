@@ -25,6 +25,7 @@ from galleries.models import Gallery, GalleryHistory, GalleryItem
 from galleries.services.extensions import extension_create
 from tests.support import images
 from tests.support.dsh import make_dsh
+from tests.support.errors import assert_error
 
 pytestmark = pytest.mark.django_db
 POOL = 6
@@ -95,14 +96,14 @@ class GalleryMachine(RuleBasedStateMachine):
                                 {"action": "prepare", "source": "workspace",
                                  "workspace_paths": [self.files[i] for i in files]})
         if not self.mounted:
-            assert response.status_code == 404
+            assert_error(response, 404, "unknown_tool")
             return
         if self.pending and self.pending[1] != tuple(files):
-            assert response.status_code == 409 and response.json()["error"]["code"] == "operation_pending"
+            assert_error(response, 409, "operation_pending")
             return
         new = len({self.shas[i] for i in files} - {self.shas[i] for i in self.items})
         if self.pending is None and len(self.items) + new > CAPACITY:
-            assert response.json()["error"]["code"] == "capacity_exceeded"
+            assert_error(response, 409, "capacity_exceeded")
             return
         assert response.status_code == 200, response.content
         body = response.json()["result"]
@@ -117,15 +118,15 @@ class GalleryMachine(RuleBasedStateMachine):
         operation, files = self.pending
         response = self.execute("arkme_extension_preview_add", {"action": "confirm", "operation": operation})
         if not self.mounted:
-            assert response.status_code == 404
+            assert_error(response, 404, "unknown_tool")
             return
         if not self.confirmed_since_prepare:
-            assert response.json()["error"]["code"] == "confirmation_required"
+            assert_error(response, 409, "confirmation_required")
             return
         self.pending = None
         new = [i for i in files if i not in self.items]
         if len(self.items) + len(new) > CAPACITY:  # the gallery filled up since the prepare
-            assert response.json()["error"]["code"] == "capacity_exceeded"
+            assert_error(response, 409, "capacity_exceeded")
             return
         assert response.status_code == 200, response.content
         assert response.json()["result"]["added"] == len(new)
@@ -137,7 +138,7 @@ class GalleryMachine(RuleBasedStateMachine):
     def cancel(self):
         response = self.execute("arkme_extension_preview_add", {"action": "cancel", "operation": self.pending[0]})
         if not self.mounted:
-            assert response.status_code == 404
+            assert_error(response, 404, "unknown_tool")
             return
         assert response.status_code == 200
         self.pending = None
@@ -161,7 +162,7 @@ class GalleryMachine(RuleBasedStateMachine):
         response = self.approved("arkme_extension_preview_delete",
                                  {"items": [ids[i] for i in chosen], "revision": revision})
         if revision != self.revision:
-            assert response.json()["error"]["code"] == "revision_conflict"
+            assert_error(response, 409, "revision_conflict")
             return
         assert response.status_code == 200, response.content
         self.items = [item for position, item in enumerate(self.items) if position not in chosen]
@@ -181,7 +182,7 @@ class GalleryMachine(RuleBasedStateMachine):
     def replay_an_approval(self):
         decision = self.dsh.pre_execute(self.session, "arkme_id_change", {"arkme_id": "machine_id"}).json()
         other = self.dsh.execute(self.session, "arkme_id_change", {"arkme_id": "other_id1"}, approval=decision["approval"])
-        assert other.status_code == 403
+        assert_error(other, 403, "approval_required", details={"reason": "other_arguments"})
 
     # -- invariants ----------------------------------------------------------------------------
     @invariant()

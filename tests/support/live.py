@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.support.errors import Answer
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -35,15 +37,22 @@ def wait_until_listening(port: int, process: subprocess.Popen, why: Callable[[],
         time.sleep(0.1)
 
 
-def call(port: int, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, str, dict]:
-    """One DSH API call over HTTP: status, content type and the decoded body."""
+def answer(port: int, key: str, method: str, path: str, body: dict | None = None) -> Answer:
+    """One DSH API call over HTTP, read as a test client's response is (for ``assert_error``)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     connection.request(method, f"/dsh/v1/{path}", json.dumps(body) if body is not None else None,
                        {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
     response = connection.getresponse()
     raw = response.read()
     connection.close()
-    return response.status, response.getheader("Content-Type", ""), json.loads(raw) if raw else {}
+    return Answer(response.status, response.headers, raw)
+
+
+def call(port: int, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, str, dict]:
+    """One DSH API call over HTTP: status, content type and the decoded body."""
+    answered = answer(port, key, method, path, body)
+    content_type = answered.headers.get("Content-Type", "")
+    return answered.status_code, content_type, json.loads(answered.content) if answered.content else {}
 
 
 def gallery_add(port: int, key: str, session: str, extension: str, paths: list[str]) -> dict:
