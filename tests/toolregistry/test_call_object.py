@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from tests.support.errors import assert_error
 from tests.support.mcp import MODERN, Mcp, value_of
 from toolregistry import calls
 from toolregistry.models import ToolCall
@@ -48,7 +49,7 @@ def test_a_rest_read_builds_it_once_and_digests_nothing(dsh, session, counted):
 
 def test_invalid_arguments_are_validated_once(dsh, session, counted):
     refused = dsh.execute(session, APPROVE, {"arkme_id": 5}, headers=KEY)
-    assert refused.status_code == 400
+    assert_error(refused, 400, "invalid_arguments")
     assert counted == {"toolsets": 1, "validations": 1}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from arkme.conversations.models import AgentSession, CapturedAttachment, Message
-from tests.support.errors import assert_error
+from tests.support.errors import assert_error, assert_rpc_error
 from toolregistry.models import ApprovalGrant, ToolCall
 
 DEEP = "[" * 5000 + "]" * 5000
@@ -181,7 +181,7 @@ def test_what_django_refuses_before_a_view_is_still_the_envelope(dsh, session, s
     response = dsh.api.generic("POST", dsh.url(f"sessions/{session}/mcp"), b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
                                content_type="application/json", HTTP_HOST="evil.example",
                                headers={"MCP-Protocol-Version": "2025-11-25"})
-    assert response.status_code == 400 and response.json()["error"]["code"] == -32600
+    assert_rpc_error(response, 400, -32600)
     response = dsh.api.get("/admin/login/", HTTP_HOST="evil.example")
     assert response.status_code == 400 and response["Content-Type"].startswith("text/html")
 
