@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 from .common import Result
 from .instructions import Counted, collect, counting_env, failures, fork_children, plan, run_counted, write_plan
+from .tools_growth import GOAL as GROWTH_GOAL
+from .tools_growth import UNITS
 
 WEB_N = 20
 COMPILE_N = 5
@@ -33,7 +35,11 @@ PER_ADD = 3
 STALE_POOL = WEB_N + 1
 EXTENSIONS = 20
 MCP_TOOLS = 7
-LINEAR = 128 / 7
+# ir_tools_growth's sizes: copies of the shipped tools a hybrid session with attachments sees
+# (bench/tools_growth.py), the same mix at every size; a test checks SHIPPED_TOOLS is their number.
+GROWTH_UNITS = (UNITS[0], UNITS[-1])
+SHIPPED_TOOLS = 7
+GROWTH_TOOLS = tuple(units * SHIPPED_TOOLS for units in GROWTH_UNITS)
 
 
 @dataclass(frozen=True)
@@ -43,14 +49,22 @@ class Figure:
     goal: float
     baseline: str
     unit: str = "× its floor's instructions (worst)"
+    per: float = 1.0  # a growth figure's ratio is read per item: over the sizes' ratio
+    gloss: str = ""  # what the goal means, when it is not against a floor
 
     @property
     def goal_text(self) -> str:
+        if self.gloss:
+            return f"≤ {self.goal:g}×{self.gloss}"
         return f"≤ {self.goal:g}× on every path" if len(self.pairs) > 1 else f"≤ {self.goal:g}×"
 
 
 def _web(label: str, arm: str) -> tuple[str, str, str]:
     return (label, f"web:{arm}:product", f"web:{arm}:floor")
+
+
+def _grow(label: str, arm: str) -> tuple[str, str, str]:
+    return (label, f"grow:{arm}:{GROWTH_UNITS[-1]}", f"grow:{arm}:{GROWTH_UNITS[0]}")
 
 
 FLOOR = "its floor view (bench/web_floors.py, bench/bare.py) in the same process, instructions"
@@ -68,11 +82,12 @@ FIGURES: dict[str, Figure] = {f.name: f for f in [
     Figure("ir_mcp_tools_list", (("tools/list", "mcp:list:product", "mcp:list:peer"),), 1.0,
            f"FastMCP serving the same {MCP_TOOLS} definitions, called as an ASGI app in the same process",
            "× FastMCP's instructions"),
-    Figure("ir_tools_growth", (
-        ("the cold compile of a toolset", "grow:compile:128", "grow:compile:7"),
-        ("GET sessions/{s}", "grow:view:128", "grow:view:7"),
-        ("GET catalog", "grow:catalog:128", "grow:catalog:7"),
-    ), round(LINEAR, 1), "itself at 7 tools, instructions", "× instructions at 128 tools against 7 (worst)"),
+    Figure("ir_tools_growth", (_grow("the cold compile of a toolset", "compile"), _grow("GET sessions/{s}", "view"),
+                               _grow("GET catalog", "catalog")),
+           GROWTH_GOAL, f"itself at {GROWTH_TOOLS[0]} tools (the same mix: the shipped tools once, then "
+           f"{GROWTH_UNITS[-1]} times), instructions",
+           f"× instructions per tool at {GROWTH_TOOLS[-1]} tools against {GROWTH_TOOLS[0]} (worst)",
+           per=GROWTH_UNITS[-1] / GROWTH_UNITS[0], gloss=" per tool (linear) on every path"),
 ]}
 GROWTH_N = {"compile": COMPILE_N, "view": WEB_N, "catalog": WEB_N}
 
@@ -335,19 +350,20 @@ def _peer(method: str, params: dict, tool: str | None, n: int) -> None:
 
 
 def _growth_arm(world: dict[str, Any], variant: str, size: str, n: int) -> None:
-    from . import mcp_tools
+    from . import mcp_tools, tools_growth
 
-    tools = int(size)
+    tools = int(size) * len(tools_growth.unit())
     if variant == "compile":
-        registrars = [mcp_tools.registrar(tools) for _ in range(COMPILE_N + 1)]  # the same whatever n
-        registrars[-1].toolset(mcp_tools.PROFILE, mcp_tools.PHASES)  # the warm-up
+        registrars = [tools_growth.registrar(int(size)) for _ in range(COMPILE_N + 1)]  # the same whatever n
+        if len(registrars[-1].toolset(mcp_tools.PROFILE, mcp_tools.PHASES).tools) != tools:  # the warm-up
+            raise RuntimeError(f"the toolset compiled without {tools} tools")
         for i in range(n):
             registrars[i].toolset(mcp_tools.PROFILE, mcp_tools.PHASES)
         return
     import toolregistry.toolsets
     from toolregistry.api import views
 
-    registrar = mcp_tools.registrar(tools)
+    registrar = tools_growth.registrar(int(size))
     toolregistry.toolsets.registrar, views.CATALOG = registrar, registrar.catalog
     call = _Wsgi()
     auth = {"HTTP_AUTHORIZATION": f"Bearer {world['key']}"}
@@ -509,9 +525,10 @@ def figure_result(figure: Figure, by_arm: dict[str, Counted], failed: dict[str, 
                       {f"{arm} failed": why for arm, why in broken.items()})
     for label, ours, theirs in figure.pairs:
         a, b = by_arm[ours], by_arm[theirs]
-        ratio = a.per_iteration / b.per_iteration
+        ratio = a.per_iteration / b.per_iteration / figure.per
         worst = max(worst, ratio)
-        detail[label] = (f"×{ratio:.3f} ({a.per_iteration:,.0f} against {b.per_iteration:,.0f} instructions an "
+        whole = f", ×{ratio * figure.per:.3f} in all" if figure.per != 1 else ""
+        detail[label] = (f"×{ratio:.3f}{whole} ({a.per_iteration:,.0f} against {b.per_iteration:,.0f} instructions an "
                          f"iteration, {a.n} and {b.n} counted; brackets apart by {max(a.spread, b.spread):.3%})")
     return Result(figure.name, round(worst, 3), figure.unit, figure.baseline, figure.goal_text,
                   worst <= figure.goal, detail)
