@@ -3,31 +3,34 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import Any, Literal, NotRequired, Sequence, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, Sequence, TypedDict
 
 from django.conf import settings
 from django.db.models import Count, QuerySet
 
 from arkme.accounts.models import AccountIdentity
 from arkme.kernel.errors import ErrorCode, NotFound
+from arkme.kernel.projections import NonNegative, Ordinal, Timestamp, one_of
 from arkme.kernel.sql import column, hot_cursor, table
 
 from .models import Blob, Extension, Gallery, GalleryItem, OperationStatus, PendingOperation
 
+ImageFormat = Annotated[str, one_of("png", "jpeg", "webp", "gif")]
+
 
 class GalleryItemView(TypedDict):
     item: str
-    position: int
-    width: int
-    height: int
-    format: str
-    bytes: int
+    position: Ordinal
+    width: NonNegative
+    height: NonNegative
+    format: ImageFormat
+    bytes: NonNegative
 
 
 class GalleryView(TypedDict):
     extension: str
-    revision: int
-    capacity: int
+    revision: NonNegative
+    capacity: NonNegative
     items: list[GalleryItemView]
 
 
@@ -42,25 +45,25 @@ class ExtensionView(TypedDict):
 
 
 class PreparedImageView(TypedDict):
-    index: int
-    width: int
-    height: int
-    format: str
+    index: Ordinal
+    width: NonNegative
+    height: NonNegative
+    format: ImageFormat
     already_present: bool
 
 
 class PrepareView(TypedDict):
     operation: str
     question: str
-    expires_at: str
+    expires_at: Timestamp
     images: list[PreparedImageView]
     gallery: GalleryView
 
 
 class ConfirmView(TypedDict):
     gallery: GalleryView
-    added: int
-    already_present: int
+    added: NonNegative
+    already_present: NonNegative
 
 
 class SourceArguments(TypedDict):

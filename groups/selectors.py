@@ -3,26 +3,28 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime, timedelta
-from typing import Any, NotRequired, Sequence, TypedDict
+from typing import Annotated, Any, NotRequired, Sequence, TypedDict
 
 from django.conf import settings
 from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q, QuerySet
+from msgspec import Meta
 
 from arkme.accounts.models import Account, AccountIdentity
 from arkme.kernel.errors import ErrorCode, Forbidden, InvalidArguments, NotFound
+from arkme.kernel.projections import NonNegative, one_of
 from arkme.kernel.signing import RefExpired, RefInvalid
 from arkme.kernel.sql import column, execute_custom_plan, from_row, hot_cursor, table
 
-from .models import ChatPartner, Group, Invitation, InvitationStatus, Membership, PrivateChat
+from .models import ChatPartner, Group, Invitation, InvitationStatus, JoinPolicy, Membership, PrivateChat
 from .refs import read_source_ref, source_ref_maker
 
 
 class GroupView(TypedDict):
     name: str
-    join_policy: str
-    member_count: int
+    join_policy: Annotated[str, one_of(*JoinPolicy.values)]
+    member_count: NonNegative
 
 
 class GroupRefView(TypedDict):
@@ -39,13 +41,15 @@ class CandidatesView(TypedDict):
     group: GroupView
     candidates: list[CandidateView]
     truncated: bool
-    scope: str  # "recent" or "all": which of the user's chats were searched
+    # An addition to the contract, which names group, candidates and truncated.
+    scope: Annotated[str, one_of("recent", "all"), Meta(
+        description="Which chats were searched: the recent ones (no query) or all of them (a query).")]
 
 
 class AddResultView(TypedDict):
     candidate_ref: str
     display_name: NotRequired[str]
-    outcome: str
+    outcome: Annotated[str, one_of("added", "invited", "already_member", "invalid_ref", "expired_ref", "not_eligible")]
 
 
 class AddMembersView(TypedDict):

@@ -1,6 +1,9 @@
 """Clients generated from the OpenAPI schema work: a Python client (openapi-python-client) and
 TypeScript types (openapi-typescript, checked by tsc --strict in a DSH-like script) each drive a
-scripted session against a live server: open, mount, prepare, 确认, confirm, reorder, candidates."""
+scripted session against a live server: open, mount, prepare, 确认, confirm, reorder, candidates.
+Each parses a result as its tool's type: a reorder's as the reorder's, a delete's as the
+delete's, a cancelled add's as ``Cancelled`` (results of one shape are told apart by the tool's
+own execute operation)."""
 from __future__ import annotations
 
 import importlib
@@ -67,19 +70,32 @@ def test_the_generated_python_client(schema_file, scene, tmp_path, monkeypatch):
         message_record,
         session_open,
         tool_execute,
+        tool_execute_arkme_extension_preview_add,
+        tool_execute_arkme_extension_preview_delete,
+        tool_execute_arkme_extension_preview_reorder,
         tool_pre_execute,
     )
     from dsh_client.models import (
         ArgumentsRequestRequest,
+        Cancelled,
+        ExecuteRequestArkmeExtensionPreviewAdd,
+        ExecuteRequestArkmeExtensionPreviewDelete,
+        ExecuteRequestArkmeExtensionPreviewReorder,
         ExecuteRequestRequest,
+        ExecuteResult,
+        GalleryResult,
         MessageTextRequest,
+        Prepared,
         SessionOpenRequestRequest,
         ToolArgumentsArkmeContext,
         ToolArgumentsArkmeExtensionPreviewAdd,
         ToolArgumentsArkmeExtensionPreviewAddAction,
         ToolArgumentsArkmeExtensionPreviewAddSource,
+        ToolArgumentsArkmeExtensionPreviewDelete,
         ToolArgumentsArkmeExtensionPreviewReorder,
         ToolArgumentsArkmeGroupMemberCandidates,
+        ToolResultArkmeExtensionPreviewDelete,
+        ToolResultArkmeExtensionPreviewReorder,
     )
 
     client = AuthenticatedClient(base_url=scene["url"], token=scene["key"])
@@ -110,8 +126,36 @@ def test_the_generated_python_client(schema_file, scene, tmp_path, monkeypatch):
                                                         revision=confirmed["gallery"]["revision"])
     decision = tool_pre_execute.sync(session, "arkme_extension_preview_reorder", client=client,
                                      body=ArgumentsRequestRequest(arguments=reorder))
-    reordered = run("arkme_extension_preview_reorder", reorder, approval=decision.approval)
-    assert [item["item"] for item in reordered["gallery"]["items"]] == order
+    answer = tool_execute_arkme_extension_preview_reorder.sync_detailed(
+        session, client=client, body=ExecuteRequestArkmeExtensionPreviewReorder(arguments=reorder,
+                                                                               approval=decision.approval))
+    assert answer.status_code == 200, answer.content
+    reordered = answer.parsed.result
+    assert isinstance(reordered, ToolResultArkmeExtensionPreviewReorder)
+    assert [item.item for item in reordered.gallery.items] == order
+    # Through the execute operation the same body is the one shape it has, never an add's Cancelled.
+    assert type(ExecuteResult.from_dict(json.loads(answer.content)).result) is GalleryResult
+
+    delete = ToolArgumentsArkmeExtensionPreviewDelete(extension=scene["extension"], items=order[:1],
+                                                      revision=reordered.gallery.revision)
+    decision = tool_pre_execute.sync(session, "arkme_extension_preview_delete", client=client,
+                                     body=ArgumentsRequestRequest(arguments=delete))
+    deleted = tool_execute_arkme_extension_preview_delete.sync(
+        session, client=client, body=ExecuteRequestArkmeExtensionPreviewDelete(arguments=delete,
+                                                                              approval=decision.approval))
+    assert isinstance(deleted.result, ToolResultArkmeExtensionPreviewDelete)
+    assert [item.item for item in deleted.result.gallery.items] == order[1:]
+
+    def add_action(**arguments):
+        return tool_execute_arkme_extension_preview_add.sync(session, client=client, body=(
+            ExecuteRequestArkmeExtensionPreviewAdd(arguments=ToolArgumentsArkmeExtensionPreviewAdd(
+                extension=scene["extension"], **arguments)))).result
+
+    again = add_action(action=ToolArgumentsArkmeExtensionPreviewAddAction.PREPARE,
+                       source=ToolArgumentsArkmeExtensionPreviewAddSource.WORKSPACE, workspace_paths=scene["files"][2:])
+    assert isinstance(again, Prepared)
+    cancelled = add_action(action=ToolArgumentsArkmeExtensionPreviewAddAction.CANCEL, operation=again.operation)
+    assert isinstance(cancelled, Cancelled) and len(cancelled.gallery.items) == 2
     context = run("arkme_context", ToolArgumentsArkmeContext())
     candidates = run("arkme_group_member_candidates", ToolArgumentsArkmeGroupMemberCandidates(
         source_ref=context["groups"][0]["source_ref"]))
@@ -141,5 +185,5 @@ def test_the_generated_typescript_types(schema_file, scene, tmp_path):
         shutil.rmtree(work, ignore_errors=True)
     seen = json.loads(ran.stdout)
     assert seen["phases"] == ["core", "attachments"] and "确认" in seen["question"]
-    assert seen["added"] == 3 and seen["order"] == seen["expected_order"]
+    assert seen["added"] == 3 and seen["order"] == seen["expected_order"] and seen["cancelled_items"] == 3
     assert seen["group"] == "open-group" and seen["candidates"]

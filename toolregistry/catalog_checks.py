@@ -14,6 +14,8 @@ from jsonschema.exceptions import SchemaError
 from .catalog import DISABLED, PHASE_SETS, Catalog
 from .guidance import Guidance
 from .metadata import Approval, Effect, Kind, ToolModule
+from .result_schemas import NotAProjection
+from .results import output_schema
 
 ID_PATTERN = re.compile(r"^arkme\.[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?@[1-9][0-9]*$")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -112,10 +114,14 @@ def _definition_problems(module: ToolModule) -> list[Problem]:
         "toolregistry.E013", f"{meta.name}: input schema", schema,
         schema.get("type") == "object" and schema.get("additionalProperties") is False,
         "must be an object refusing unknown arguments"))
-    output = definition.output_schema
-    problems.extend(_schema_problems(
-        "toolregistry.E015", f"{meta.name}: output schema", output, output.get("type") == "object",
-        "must describe an object"))
+    try:
+        output = output_schema(definition)
+    except NotAProjection as exc:
+        problems.append(Problem("toolregistry.E015", f"{meta.name}: no output schema: {exc}"))
+    else:
+        problems.extend(_schema_problems(
+            "toolregistry.E015", f"{meta.name}: output schema", output, output.get("type") == "object",
+            "must describe an object"))
     if meta.approval is Approval.PRE_EXECUTE and definition.describe_approval is None:
         problems.append(Problem("toolregistry.E014", f"{meta.name}: a pre-execute tool must describe its approval card"))
     return problems

@@ -111,7 +111,8 @@ class ToolDefinition:
     description: str
     input_schema: Mapping[str, Any]
     execute: Execute
-    # The JSON Schema of ``result`` (the MCP ``outputSchema``); every tool declares one.
+    # The JSON Schema of ``result`` (the MCP ``outputSchema``). A catalog tool states none: the
+    # registry generates it from the type ``execute`` returns (toolregistry.results).
     output_schema: Mapping[str, Any] = field(default_factory=dict)
     describe_approval: DescribeApproval | None = field(default=None)
     # A surface that can ask the human directly (an MCP elicitation) asks this question and

@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from .catalog import CATALOG, DISABLED, Catalog
 from .catalog_checks import select_guidance
 from .metadata import Phase, ToolDefinition, ToolMetadata, ToolModule
+from .results import with_output_schema
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Toolset:
 
 def _compile_tool(module: ToolModule) -> CompiledTool:
     meta: ToolMetadata = module.METADATA
-    definition: ToolDefinition = module.definition()
+    definition: ToolDefinition = with_output_schema(module.definition())
     if definition.name != meta.name:
         # Never a silent rename: the model-facing name is part of the contract.
         raise ImproperlyConfigured(

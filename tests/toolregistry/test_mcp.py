@@ -385,7 +385,8 @@ def test_another_clients_unknown_or_closed_session_is_404(dsh, other_dsh, sessio
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
 def test_only_post(dsh, session, method):
     response = dsh.api.generic(method, f"/dsh/v1/sessions/{session}/mcp")
-    assert response.status_code == 405 and response["Allow"] == "POST"
+    assert_error(response, 405, "method_not_allowed")
+    assert response["Allow"] == "POST"
 
 
 def test_a_foreign_origin_is_403(mcp):
@@ -539,11 +540,12 @@ def _bare_booleans(schema, path="#"):
 def test_no_tool_schema_has_a_bare_boolean_subschema():
     from toolregistry.catalog import CATALOG
     from toolregistry.mcp.server import ERROR_ENVELOPE_SCHEMA
+    from toolregistry.results import output_schema
 
     found = {}
     for module in CATALOG.modules:
         definition = module.definition()
-        for label, schema in (("input", definition.input_schema), ("output", definition.output_schema)):
+        for label, schema in (("input", definition.input_schema), ("output", output_schema(definition))):
             paths = list(_bare_booleans(dict(schema)))
             if paths:
                 found[f"{module.METADATA.name} {label}"] = paths

@@ -10,6 +10,7 @@ from ...catalog import CATALOG
 from ...catalog_checks import validate_catalog
 from ...metadata import Phase
 from ...registrar import registrar
+from ...results import output_schema
 
 
 class Command(BaseCommand):
@@ -59,7 +60,7 @@ class Command(BaseCommand):
             definition = module.definition()
             tools.append({
                 "name": definition.name, "description": definition.description,
-                "input_schema": definition.input_schema, "output_schema": definition.output_schema,
+                "input_schema": definition.input_schema, "output_schema": output_schema(definition),
                 "metadata": module.METADATA.as_dict(), "profiles": list(module.METADATA.profiles),
             })
         return {

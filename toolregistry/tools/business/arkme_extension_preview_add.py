@@ -1,7 +1,7 @@
 """arkme_extension_preview_add: add images to an extension's preview gallery, confirmed in chat."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from toolregistry.metadata import (
     EXPLICIT_USER_WRITE,
@@ -13,7 +13,9 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
-from toolregistry.result_schemas import COUNT, GALLERY, GALLERY_RESULT, STRING, closed
+
+if TYPE_CHECKING:
+    from toolregistry.results import Cancelled, Confirmed, Prepared
 
 METADATA = ToolMetadata(
     id="arkme.extension_preview.add@1",
@@ -76,25 +78,11 @@ INPUT_SCHEMA = {
     ],
 }
 
-_PREPARED = closed({
-    "operation": STRING,
-    "question": STRING,
-    "expires_at": {"type": "string", "format": "date-time"},
-    "images": {"type": "array", "items": closed({
-        "index": {"type": "integer", "minimum": 1}, "width": COUNT, "height": COUNT,
-        "format": {"enum": ["png", "jpeg", "webp", "gif"]}, "already_present": {"type": "boolean"},
-    })},
-    "gallery": GALLERY,
-})
-_PREPARED["title"] = "Prepared"
-_CONFIRMED = {**closed({"gallery": GALLERY, "added": COUNT, "already_present": COUNT}), "title": "Confirmed"}
-# One result per action: prepare, confirm, cancel.
-OUTPUT_SCHEMA = {"type": "object", "oneOf": [_PREPARED, _CONFIRMED, {**GALLERY_RESULT, "title": "Cancelled"}]}
-
 _SOURCE_KEYS = ("source", "image_ref", "attachment_indices", "workspace_paths")
 
 
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Prepared | Confirmed | Cancelled:
+    """One result per action: prepare, confirm, cancel."""
     galleries = context.ports.galleries
     account, session, extension = context.account, context.session, arguments["extension"]
     action = arguments["action"]
@@ -126,4 +114,4 @@ def record_reply(context: ToolContext, arguments: Mapping[str, Any], text: str) 
 
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute,
-                          output_schema=OUTPUT_SCHEMA, ask_human=ask_human, record_reply=record_reply)
+                          ask_human=ask_human, record_reply=record_reply)

@@ -1,7 +1,7 @@
 """arkme_extension_preview_reorder: put an extension's preview gallery in a new order."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from toolregistry.metadata import (
     EXPLICIT_USER_WRITE,
@@ -14,7 +14,9 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
-from toolregistry.result_schemas import GALLERY_RESULT
+
+if TYPE_CHECKING:
+    from toolregistry.results import GalleryResult
 
 METADATA = ToolMetadata(
     id="arkme.extension_preview.reorder@1",
@@ -50,7 +52,7 @@ INPUT_SCHEMA = {
 }
 
 
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> GalleryResult:
     return context.ports.galleries.reorder_items(
         account=context.account, extension=arguments["extension"],
         order=arguments["order"], revision=arguments["revision"],
@@ -66,4 +68,4 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
 
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval, output_schema=GALLERY_RESULT)
+                          execute=execute, describe_approval=describe_approval)

@@ -1,7 +1,7 @@
 """arkme_group_member_add: add people to a group, or invite them where it needs approval."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from toolregistry.metadata import (
     EXPLICIT_USER_WRITE,
@@ -14,7 +14,9 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
-from toolregistry.result_schemas import GROUP, STRING, closed
+
+if TYPE_CHECKING:
+    from toolregistry.results import AddMembersView
 
 METADATA = ToolMetadata(
     id="arkme.group_member.add@1",
@@ -50,16 +52,7 @@ INPUT_SCHEMA = {
 }
 
 
-OUTPUT_SCHEMA = closed({
-    "group": GROUP,
-    "results": {"type": "array", "items": closed({
-        "candidate_ref": STRING, "display_name": STRING,
-        "outcome": {"enum": ["added", "invited", "already_member", "invalid_ref", "expired_ref", "not_eligible"]},
-    }, optional=("display_name",))},
-})
-
-
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> AddMembersView:
     return context.ports.group_members.add_members(
         account=context.account, source_ref=arguments["source_ref"],
         candidate_refs=arguments["candidate_refs"],
@@ -76,4 +69,4 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
 
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval, output_schema=OUTPUT_SCHEMA)
+                          execute=execute, describe_approval=describe_approval)

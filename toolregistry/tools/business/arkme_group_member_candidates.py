@@ -1,10 +1,12 @@
 """arkme_group_member_candidates: people from the user's private chats who could join a group."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from toolregistry.metadata import Approval, Effect, Kind, Phase, ToolContext, ToolDefinition, ToolMetadata
-from toolregistry.result_schemas import GROUP, STRING, closed
+
+if TYPE_CHECKING:
+    from toolregistry.results import CandidatesView
 
 METADATA = ToolMetadata(
     id="arkme.group_member.candidates@1",
@@ -39,16 +41,7 @@ INPUT_SCHEMA = {
 }
 
 
-OUTPUT_SCHEMA = closed({
-    "group": GROUP,
-    "candidates": {"type": "array", "items": closed({"candidate_ref": STRING, "display_name": STRING})},
-    "truncated": {"type": "boolean"},
-    "scope": {"type": "string", "enum": ["recent", "all"],
-              "description": "Which chats were searched: the recent ones (no query) or all of them (a query)."},
-})
-
-
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> CandidatesView:
     return context.ports.group_members.candidates(
         account=context.account,
         source_ref=arguments["source_ref"],
@@ -57,5 +50,4 @@ def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, 
 
 
 def definition() -> ToolDefinition:
-    return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute,
-                          output_schema=OUTPUT_SCHEMA)
+    return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute)

@@ -1,7 +1,7 @@
 """arkme_context: the signed-in user's account, extensions (with galleries) and groups."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from toolregistry.metadata import (
     Approval,
@@ -12,7 +12,9 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
-from toolregistry.result_schemas import ACCOUNT, GALLERY, STRING, closed
+
+if TYPE_CHECKING:
+    from toolregistry.results import ContextResult
 
 METADATA = ToolMetadata(
     id="arkme.context@1",
@@ -35,14 +37,7 @@ DESCRIPTION = (
 
 INPUT_SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
 
-OUTPUT_SCHEMA = closed({
-    "account": ACCOUNT,
-    "extensions": {"type": "array", "items": closed({"extension": STRING, "name": STRING, "gallery": GALLERY})},
-    "groups": {"type": "array", "items": closed({"name": STRING, "source_ref": STRING})},
-})
-
-
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> ContextResult:
     ports = context.ports
     return {
         "account": ports.accounts.account_view(account=context.account),
@@ -54,5 +49,4 @@ def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, 
 def definition() -> ToolDefinition:
     return ToolDefinition(
         name="arkme_context", description=DESCRIPTION, input_schema=INPUT_SCHEMA, execute=execute,
-        output_schema=OUTPUT_SCHEMA,
     )

@@ -1,7 +1,7 @@
 """arkme_id_change: the one-time change of the signed-in user's Arkme ID."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from toolregistry.metadata import (
     EXPLICIT_USER_WRITE,
@@ -14,7 +14,9 @@ from toolregistry.metadata import (
     ToolDefinition,
     ToolMetadata,
 )
-from toolregistry.result_schemas import ACCOUNT, closed
+
+if TYPE_CHECKING:
+    from toolregistry.results import AccountResult
 
 METADATA = ToolMetadata(
     id="arkme.id.change@1",
@@ -51,10 +53,7 @@ INPUT_SCHEMA = {
 }
 
 
-OUTPUT_SCHEMA = closed({"account": ACCOUNT})
-
-
-def execute(context: ToolContext, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+def execute(context: ToolContext, arguments: Mapping[str, Any]) -> AccountResult:
     account = context.ports.accounts.change_arkme_id(
         account=context.account, arkme_id=arguments["arkme_id"]
     )
@@ -84,5 +83,5 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
 def definition() -> ToolDefinition:
     return ToolDefinition(
         name="arkme_id_change", description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-        execute=execute, describe_approval=describe_approval, output_schema=OUTPUT_SCHEMA,
+        execute=execute, describe_approval=describe_approval,
     )
