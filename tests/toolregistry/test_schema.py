@@ -1,6 +1,7 @@
 """The OpenAPI schema documents every endpoint and every tool's arguments."""
 from __future__ import annotations
 
+import json
 import re
 
 from django.contrib.staticfiles import finders
@@ -72,3 +73,33 @@ def test_static_files_are_served_by_the_web_process(settings, tmp_path):
     response = Client().get("/static/admin/css/base.css")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/css")
     assert b"".join(response.streaming_content)
+
+
+INTERNAL = re.compile(r"\b(garbage|collector|reference cycles?|CPU|ORM|transactions?|workers?|gevent|µs|"
+                      r"PERFORMANCE\.md|_request|vars\(|APIView)\b", re.IGNORECASE)
+
+
+def test_every_operation_is_described_for_integrators(db):
+    """What Swagger UI, Redoc and the generated clients show: what the endpoint does and what its
+    errors mean, never how the view is built (a view's docstring is its description unless
+    extend_schema gives one)."""
+    schema = APIClient().get("/dsh/v1/schema/?format=json").json()
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            assert len(operation.get("description", "")) > 80, (method, path)
+            assert operation.get("summary"), (method, path)
+    texts = re.findall(r'"(?:description|summary|title)": "((?:[^"\\]|\\.)*)"', json.dumps(schema))
+    assert texts and [text for text in texts if INTERNAL.search(text)] == []
+
+
+def test_each_tool_has_an_execute_operation_of_its_own(db):
+    schema = APIClient().get("/dsh/v1/schema/?format=json").json()
+    generic = schema["paths"]["/dsh/v1/sessions/{session}/tools/{name}/execute"]["post"]
+    for module in CATALOG.modules:
+        name = module.METADATA.name
+        own = schema["paths"][f"/dsh/v1/sessions/{{session}}/tools/{name}/execute"]["post"]
+        assert own["operationId"] == f"tool_execute_{name}"
+        assert {p["name"] for p in own["parameters"]} == {p["name"] for p in generic["parameters"]} - {"name"}
+        assert set(own["responses"]) == set(generic["responses"])
+        body = schema["components"]["schemas"][f"ExecuteRequest_{name}"]
+        assert body["properties"]["arguments"] == {"$ref": f"#/components/schemas/ToolArguments_{name}"}

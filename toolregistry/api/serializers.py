@@ -10,7 +10,7 @@ from arkme.kernel.errors import ErrorCode, InvalidRequest
 
 
 class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, like tool arguments do."""
+    """Unknown fields are refused (400), as unknown tool arguments are."""
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = set(getattr(self, "initial_data", {}) or {}) - set(self.fields)
@@ -55,9 +55,9 @@ class MessageText(StrictSerializer):
                        trim_whitespace=False, validators=[_message_text])
 
 
+# Two schemas, one per content type, so that generated clients type each body exactly.
 class MessageRequest(MessageText):
-    """A message as multipart/form-data: its id, text and files. (Two schemas, one per content
-    type, so that generated clients type each body exactly.)"""
+    """A message as multipart/form-data: its id, its text and its files, in order."""
 
     attachments = serializers.ListField(
         child=serializers.FileField(), required=False, default=list,

@@ -121,16 +121,30 @@ def catalog_body(catalog: Catalog) -> bytes:
 
 
 class CatalogApi(DshApiView):
-    @extend_schema(operation_id="catalog", responses={200: s.CatalogView, **errors()},
-                   summary="The static catalog, the profiles and the default profile")
+    @extend_schema(
+        operation_id="catalog", responses={200: s.CatalogView, **errors()},
+        summary="The static catalog, the profiles and the default profile",
+        description="Every tool module's metadata in catalog order (id, model-facing name, kind, phase, effect, "
+                    "grant, approval, the MCP annotations and the profiles that show it), the profiles with the "
+                    "kinds of tool each shows, and the default profile. It changes only with a deploy: read it to "
+                    "learn what a session can offer before opening one.",
+    )
     def get(self, request: Request) -> HttpResponse:
         return HttpResponse(catalog_body(CATALOG), content_type="application/json")
 
 
 class SessionsApi(DshApiView):
-    @extend_schema(operation_id="session_open", request=s.SessionOpenRequest,
-                   responses={201: s.SessionView, **errors(400, 403, 404)},
-                   summary="Open an agent session for an account")
+    @extend_schema(
+        operation_id="session_open", request=s.SessionOpenRequest,
+        responses={201: s.SessionView, **errors(400, 403, 404)},
+        summary="Open an agent session for an account",
+        description="Opens an agent session for one account's conversation. `profile` picks the tools the model "
+                    "sees (default: the service's default profile); `workspace` names the Agent workspace folder "
+                    "the session's tools may read files from. The answer is the session view: the session id that "
+                    "every later call names, the tools to offer the model and the prompt to add, with an ETag. "
+                    "400: a malformed body or an unknown profile. 403: this client may not open sessions in that "
+                    "profile. 404: no such account.",
+    )
     def post(self, request: Request) -> HttpResponse:
         data = _validated(s.SessionOpenRequest, request)
         session = session_open(client=_client(request), account=data["account"],
@@ -161,6 +175,10 @@ class SessionApi(DshApiView):
                         "matches any current view. A match is `304` with the ETag and no body.")],
         responses={200: s.SessionView, 304: OpenApiResponse(description="Not modified."), **errors(404)},
         summary="The session's tools and prompt, with an ETag",
+        description="The session view as it stands: the tools follow the mounted phases, and `revision` (the "
+                    "ETag) changes whenever the tools or the prompt do. Send the ETag back in If-None-Match to "
+                    "learn without a body that nothing changed (304). 404: an unknown or closed session, or "
+                    "another client's.",
     )
     def get(self, request: Request, session: str) -> HttpResponse:
         agent_session = request_session(request)
@@ -173,22 +191,37 @@ class SessionApi(DshApiView):
             return not_modified
         return session_response(agent_session, toolset=toolset)
 
-    @extend_schema(operation_id="session_close", responses={204: None, **errors(404)},
-                   summary="Close the session; later calls on it are 404")
+    @extend_schema(
+        operation_id="session_close", responses={204: None, **errors(404)},
+        summary="Close the session; later calls on it are 404",
+        description="Ends the session when its conversation ends: the attachments it captured are deleted and "
+                    "every later call on it is 404. 404: an unknown or already closed session, or another "
+                    "client's.",
+    )
     def delete(self, request: Request, session: str) -> Response:
         session_close(client=_client(request), public_id=session)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class AttachmentsPhaseApi(DshApiView):
-    @extend_schema(operation_id="attachments_mount", request=None, responses={200: s.SessionView, **errors(404)},
-                   summary="Mount the attachments dependency (idempotent)")
+    @extend_schema(
+        operation_id="attachments_mount", request=None, responses={200: s.SessionView, **errors(404)},
+        summary="Mount the attachments dependency (idempotent)",
+        description="Mounts the attachments phase: the tools that work on the user's attachments and their "
+                    "guidance join the session, and the answer is the new session view. Mounting again changes "
+                    "nothing. 404: an unknown or closed session, or another client's.",
+    )
     def put(self, request: Request, session: str) -> HttpResponse:
         agent_session = session_set_attachments(client=_client(request), public_id=session, mounted=True)
         return session_response(agent_session)
 
-    @extend_schema(operation_id="attachments_dispose", request=None, responses={200: s.SessionView, **errors(404)},
-                   summary="Dispose the attachments dependency: its tools and guidance are withdrawn")
+    @extend_schema(
+        operation_id="attachments_dispose", request=None, responses={200: s.SessionView, **errors(404)},
+        summary="Dispose the attachments dependency: its tools and guidance are withdrawn",
+        description="Disposes the attachments phase: its tools and guidance leave the session (a call to one of "
+                    "them is then 404 `unknown_tool`), and the answer is the new session view. A later mount "
+                    "restores them. 404: an unknown or closed session, or another client's.",
+    )
     def delete(self, request: Request, session: str) -> HttpResponse:
         agent_session = session_set_attachments(client=_client(request), public_id=session, mounted=False)
         return session_response(agent_session)
@@ -221,6 +254,11 @@ class MessagesApi(DshApiView):
         request={"application/json": s.MessageText, "multipart/form-data": s.MessageRequest},
         responses={201: s.MessageRecorded, **errors(400, 404, 409, 413)},
         summary="Record the signed-in user's latest direct message and its attachments",
+        description="Records what the signed-in human last typed or attached, never model or tool output: its "
+                    "images are the captured attachments a gallery add can use, and its text is where a 确认 "
+                    "is read from. Send JSON, or multipart/form-data with the files as `attachments` parts in the "
+                    "message's order. 400: a malformed message. 404: an unknown or closed session. 409: this "
+                    "message id was recorded before. 413: a file or the body is too large.",
     )
     def post(self, request: Request, session: str) -> Response:
         agent_session = request_session(request)
@@ -238,9 +276,16 @@ class PreExecuteApi(DshApiView):
     # The session comes from the authentication's one statement (see DshClientAuthentication).
     session_bound = True
 
-    @extend_schema(operation_id="tool_pre_execute", request=s.ArgumentsRequest,
-                   responses={200: s.PreExecuteDecision, **errors(400, 404)},
-                   summary="The approval decision for a call: allow, ask or deny")
+    @extend_schema(
+        operation_id="tool_pre_execute", request=s.ArgumentsRequest,
+        responses={200: s.PreExecuteDecision, **errors(400, 404)},
+        summary="The approval decision for a call: allow, ask or deny",
+        description="Asks, before a call runs, whether the human must approve it. `allow`: run it. `ask` (tools "
+                    "whose approval is pre-execute): show the card to the human and, if they accept, send the "
+                    "`approval` with execute; it is single-use, expires, and holds only for this session, tool "
+                    "and these exact arguments. `deny`: do not run it; `error` says why. Nothing runs here. "
+                    "400: malformed arguments. 404: a tool this session does not show, or an unknown session.",
+    )
     def post(self, request: Request, session: str, name: str) -> Response:
         agent_session = request_session(request)
         data = _call_request(s.ArgumentsRequest, request)
@@ -261,6 +306,16 @@ class ExecuteApi(DshApiView):
                                      description="A repeat with the same arguments replays the first response.")],
         responses={200: s.ExecuteResult, **errors(400, 403, 404, 409, 413, 422, 429, 503)},
         summary="Run a tool call",
+        description="Runs a call of a tool the session shows; the answer is `{\"result\": …}`, whose type is "
+                    "the tool's (each tool also has an operation of its own with its exact result type). A tool "
+                    "that needs approval takes the `approval` pre-execute gave. With an Idempotency-Key, a repeat "
+                    "with the same arguments answers the first response again and does nothing. 400: malformed "
+                    "arguments (`details.fields` names them). 403: approval required, pending or declined, or an "
+                    "object this account may not act on. 404: a "
+                    "tool this session does not show, or an unknown session. 409: the state changed (a stale "
+                    "revision, an ended operation, a reused Idempotency-Key). 413: too large. 422: content "
+                    "refused (an image's size, format or bytes). 429: past a limit; retry after Retry-After "
+                    "seconds. 503: a dependency is unavailable; safe to retry.",
     )
     def post(self, request: Request, session: str, name: str) -> HttpResponse:
         agent_session = request_session(request)
