@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from http import HTTPStatus
 from typing import Any
 
@@ -85,7 +86,9 @@ def dsh_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, drf.UnsupportedMediaType):
         return envelope(ErrorCode.UNSUPPORTED_MEDIA_TYPE, "This content type is not accepted here.", 415)
     if isinstance(exc, drf.Throttled):
-        return envelope(ErrorCode.THROTTLED, "Too many requests.", 429)
+        seconds = getattr(exc, "wait", None)  # set by DRF from the throttle; not in its stubs
+        wait = math.ceil(seconds) if seconds is not None else 1
+        return envelope(ErrorCode.THROTTLED, "Too many requests.", 429, {"retry_after_seconds": max(1, wait)})
     if isinstance(exc, RequestDataTooBig):
         return envelope(ErrorCode.PAYLOAD_TOO_LARGE, "The request body is too large.", 413)
     if isinstance(exc, TooManyFilesSent):

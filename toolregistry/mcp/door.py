@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django_mcpz.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from django_mcpz.legacy import LEGACY_PROTOCOL_VERSIONS
@@ -28,7 +28,7 @@ from rest_framework.exceptions import ParseError
 
 from arkme.conversations.clients import bearer_key
 from arkme.conversations.sessions import session_for_key
-from arkme.kernel.errors import ArkmeError, NotAuthenticated, refusal_headers
+from arkme.kernel.errors import ArkmeError, ErrorCode, NotAuthenticated, refusal_headers
 from arkme.kernel.ids import token_digest
 from arkme.kernel.text import size_text
 from arkme.kernel.tracing import span as traced_span
@@ -166,7 +166,9 @@ def _read(request: HttpRequest) -> object | HttpResponse:
 def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
     """``POST /dsh/v1/sessions/{s}/mcp``: the session's MCP server (Streamable HTTP, JSON)."""
     if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
+        # The 2026-07-28 transport has no GET stream and no DELETE: the API's 405 envelope.
+        refused = ArkmeError("This method is not allowed here.", code=ErrorCode.METHOD_NOT_ALLOWED)
+        return JsonResponse(refused.as_envelope(), status=HTTPStatus.METHOD_NOT_ALLOWED, headers={"Allow": "POST"})
     if not _origin_allowed(request):
         # DNS rebinding: a browser page on another origin must not reach a local server.
         return rpc_error(request, None, INVALID_REQUEST, "Invalid Origin header", status=HTTPStatus.FORBIDDEN)
