@@ -1,6 +1,6 @@
 """Settings for the Arkme tool registry.
 
-Every setting comes from the environment, and only here; the names are part of the DSH
+Every setting comes from the environment, and only here (read through ``environment.py``); the names are part of the DSH
 contract (``DSH_API.md``, "The environment"). The defaults are the embedded set-up: SQLite,
 local files and in-process tasks, so that ``make run`` needs no other service.
 """
@@ -8,57 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
-_T = TypeVar("_T")
+from .environment import databases, env_bool, env_int, env_path, env_seconds
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 
-def _env_bool(name: str, default: bool = False) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    return raw.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def _env_parsed(name: str, default: _T, parse: Callable[[str], _T], kind: str) -> _T:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return parse(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be {kind}") from exc
-
-
-def _env_int(name: str, default: int, *, minimum: int = 1) -> int:
-    value = _env_parsed(name, default, int, "a whole number")
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}")
-    return value
-
-
-def _env_seconds(name: str, default: float, *, maximum: float) -> float:
-    value = _env_parsed(name, default, float, "a number of seconds")
-    if not 0 <= value <= maximum:  # NaN fails this too
-        raise ImproperlyConfigured(f"{name} must be between 0 and {maximum:g}")
-    return value
-
-
-def _env_path(name: str, default: Path) -> Path:
-    raw = os.environ.get(name, "").strip()
-    return Path(raw).resolve() if raw else default
-
-
-DEBUG = _env_bool("DJANGO_DEBUG")
+DEBUG = env_bool("DJANGO_DEBUG")
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
@@ -133,74 +94,7 @@ TEMPLATES = [
     },
 ]
 
-def _database_pool() -> dict[str, object] | None:
-    """psycopg's connection pool for PostgreSQL (Django's ``OPTIONS["pool"]``), or ``None``
-    with ``DATABASE_POOL_MAX_SIZE=0``.
-
-    A request takes a connection at its first query and gives it back when it ends, so a
-    process holds as many connections as it has requests using the database at that moment,
-    whatever number of client connections it keeps open (gunicorn.conf.py). A request that
-    finds every connection taken waits at most ``DATABASE_POOL_TIMEOUT`` (well inside the
-    request budget), then answers 503 ``database_unavailable``."""
-    max_size = _env_int("DATABASE_POOL_MAX_SIZE", 10, minimum=0)
-    if not max_size:
-        return None
-    min_size = _env_int("DATABASE_POOL_MIN_SIZE", 2, minimum=0)
-    if min_size > max_size:
-        raise ImproperlyConfigured("DATABASE_POOL_MIN_SIZE must be at most DATABASE_POOL_MAX_SIZE")
-    timeout = _env_seconds("DATABASE_POOL_TIMEOUT", 10, maximum=60)
-    if timeout <= 0:
-        raise ImproperlyConfigured("DATABASE_POOL_TIMEOUT must be more than 0")
-    return {"min_size": min_size, "max_size": max_size, "timeout": timeout, "name": "arkme"}
-
-
-DATABASES = {
-    "default": dj_database_url.config(
-        env="DATABASE_URL",
-        default=f"sqlite:///{VAR_DIR / 'arkme.sqlite3'}",
-        conn_max_age=_env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
-    )
-}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
-    # Concurrent requests on the embedded default: WAL lets readers go on beside a writer, a
-    # writer waits for the lock (busy timeout) instead of failing, and every transaction takes
-    # the write lock when it begins (IMMEDIATE), so none fails upgrading a read lock midway,
-    # which SQLite answers at once with "database is locked" whatever the timeout.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({
-        "timeout": 20,
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    })
-elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Parameters bound by the server let psycopg prepare a statement after its fifth run on
-    # a connection, so the hot reads (the session, the candidates) are planned once per
-    # connection instead of on every call; see docs/PERFORMANCE.md.
-    # DATABASE_PREPARE_THRESHOLD=0 turns this off (for a pooler that cannot keep prepared
-    # statements, such as PgBouncer in transaction mode before 1.21).
-    _prepare_threshold = _env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=0)
-    if _prepare_threshold:
-        DATABASES["default"].setdefault("OPTIONS", {}).update(
-            {"server_side_binding": True, "prepare_threshold": _prepare_threshold})
-    # A database that refuses, drops or stops answering is a 503 within the request budget
-    # (arkme/kernel/outages.py), not a request that waits until its worker is killed: a
-    # connection attempt (the pool's too) gives up after DATABASE_CONNECT_TIMEOUT seconds, a
-    # sent query whose bytes the network never acknowledges after tcp_user_timeout, and a
-    # statement, lock waits included, after DATABASE_STATEMENT_TIMEOUT seconds (0: none, for a
-    # pooler that refuses the startup option; ``migrate`` lifts it for itself, config/apps.py).
-    _db_options = DATABASES["default"].setdefault("OPTIONS", {})
-    _db_options.setdefault("connect_timeout", _env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1))
-    _db_options.setdefault("tcp_user_timeout", 10_000)
-    _statement_timeout = _env_int("DATABASE_STATEMENT_TIMEOUT", 20, minimum=0)
-    if _statement_timeout:
-        _db_options["options"] = f"{_db_options.get('options', '')} -c statement_timeout={_statement_timeout}s".strip()
-    _pool = _database_pool()
-    if _pool:
-        DATABASES["default"]["OPTIONS"] = {**DATABASES["default"].get("OPTIONS", {}), "pool": _pool}
-        # The pool keeps the connections (Django requires CONN_MAX_AGE=0 with it, so
-        # DATABASE_CONN_MAX_AGE applies without the pool only), and checks each one as it hands
-        # it out: after a restart of PostgreSQL no request gets one of the dead connections.
-        DATABASES["default"].update({"CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": True})
+DATABASES = databases(VAR_DIR)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -219,7 +113,7 @@ LOGIN_URL = "/accounts/login/"
 
 # --- Storage -------------------------------------------------------------------------
 ARKME_STORAGE = os.environ.get("ARKME_STORAGE", "filesystem").strip() or "filesystem"
-ARKME_MEDIA_ROOT = _env_path("ARKME_MEDIA_ROOT", VAR_DIR / "media")
+ARKME_MEDIA_ROOT = env_path("ARKME_MEDIA_ROOT", VAR_DIR / "media")
 ARKME_S3_BUCKET = os.environ.get("ARKME_S3_BUCKET", "").strip()
 ARKME_S3_ENDPOINT_URL = os.environ.get("ARKME_S3_ENDPOINT_URL", "").strip() or None
 ARKME_S3_REGION = os.environ.get("ARKME_S3_REGION", "").strip() or None
@@ -240,9 +134,9 @@ elif ARKME_STORAGE == "s3":
     # below ARKME_TASK_WAIT_SECONDS (a store task answers its own storage_unavailable before
     # the web stops waiting for it); botocore's defaults are 60 s each, tried up to 5 times.
     _s3_client = _S3Config(
-        connect_timeout=_env_seconds("ARKME_S3_CONNECT_TIMEOUT_SECONDS", 3, maximum=60),
-        read_timeout=_env_seconds("ARKME_S3_READ_TIMEOUT_SECONDS", 5, maximum=60),
-        retries={"mode": "standard", "total_max_attempts": _env_int("ARKME_S3_MAX_ATTEMPTS", 2, minimum=1)},
+        connect_timeout=env_seconds("ARKME_S3_CONNECT_TIMEOUT_SECONDS", 3, maximum=60),
+        read_timeout=env_seconds("ARKME_S3_READ_TIMEOUT_SECONDS", 5, maximum=60),
+        retries={"mode": "standard", "total_max_attempts": env_int("ARKME_S3_MAX_ATTEMPTS", 2, minimum=1)},
     )
     _blob_storage = {
         "BACKEND": "storages.backends.s3.S3Storage",
@@ -267,26 +161,26 @@ STORAGES = {
 }
 
 # --- The registry and its tools --------------------------------------------------------
-ARKME_WORKSPACE_ROOT = _env_path("ARKME_WORKSPACE_ROOT", VAR_DIR / "workspaces")
+ARKME_WORKSPACE_ROOT = env_path("ARKME_WORKSPACE_ROOT", VAR_DIR / "workspaces")
 ARKME_TOOL_PROFILE = os.environ.get("ARKME_TOOL_PROFILE", "business").strip() or "business"
-ARKME_GALLERY_CAPACITY = _env_int("ARKME_GALLERY_CAPACITY", 20)
-ARKME_PENDING_TTL_SECONDS = _env_int("ARKME_PENDING_TTL_SECONDS", 900)
+ARKME_GALLERY_CAPACITY = env_int("ARKME_GALLERY_CAPACITY", 20)
+ARKME_PENDING_TTL_SECONDS = env_int("ARKME_PENDING_TTL_SECONDS", 900)
 # Not in the DSH contract; operators may tune them.
-ARKME_APPROVAL_TTL_SECONDS = _env_int("ARKME_APPROVAL_TTL_SECONDS", 600)
-ARKME_SESSION_IDLE_SECONDS = _env_int("ARKME_SESSION_IDLE_SECONDS", 86400)
-ARKME_ATTACHMENT_MAX_BYTES = _env_int("ARKME_ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024)
-ARKME_MESSAGE_MAX_ATTACHMENTS = _env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)
-ARKME_IDEMPOTENCY_TTL_SECONDS = _env_int("ARKME_IDEMPOTENCY_TTL_SECONDS", 86400)
+ARKME_APPROVAL_TTL_SECONDS = env_int("ARKME_APPROVAL_TTL_SECONDS", 600)
+ARKME_SESSION_IDLE_SECONDS = env_int("ARKME_SESSION_IDLE_SECONDS", 86400)
+ARKME_ATTACHMENT_MAX_BYTES = env_int("ARKME_ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024)
+ARKME_MESSAGE_MAX_ATTACHMENTS = env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)
+ARKME_IDEMPOTENCY_TTL_SECONDS = env_int("ARKME_IDEMPOTENCY_TTL_SECONDS", 86400)
 # How long the tool-call audit is kept; the periodic prune removes older rows.
-ARKME_AUDIT_RETENTION_DAYS = _env_int("ARKME_AUDIT_RETENTION_DAYS", 365)
+ARKME_AUDIT_RETENTION_DAYS = env_int("ARKME_AUDIT_RETENTION_DAYS", 365)
 # Where invitation links point. Unset: the address the request that made the link came to
 # (so `make run` on any port works); set it in production to the public address.
 ARKME_PUBLIC_URL = os.environ.get("ARKME_PUBLIC_URL", "").strip().rstrip("/")
-ARKME_INVITATION_TTL_SECONDS = _env_int("ARKME_INVITATION_TTL_SECONDS", 7 * 86400)
+ARKME_INVITATION_TTL_SECONDS = env_int("ARKME_INVITATION_TTL_SECONDS", 7 * 86400)
 # A candidates call without a query lists people from this many of the person's newest
 # private chats, so its cost does not grow with a long chat history when most recent partners
 # are already members; a query searches every chat through an index (groups.0003).
-ARKME_CANDIDATE_RECENT_CHATS = _env_int("ARKME_CANDIDATE_RECENT_CHATS", 1000, minimum=100)
+ARKME_CANDIDATE_RECENT_CHATS = env_int("ARKME_CANDIDATE_RECENT_CHATS", 1000, minimum=100)
 
 # Bodies of JSON requests stay small; files stream to disk through the upload handlers.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
@@ -329,11 +223,11 @@ CELERY_RESULT_EXPIRES = 3600
 # A task whose worker died unacknowledged is delivered again after the visibility timeout.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "max_retries": 1, "interval_start": 0, "interval_step": 0.5,
-    "visibility_timeout": _env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
 }
 # Every task is stopped before the visibility timeout: on Redis, a task still running when it
 # passes is delivered a second time, and a render slower than the timeout would loop for ever.
-CELERY_TASK_TIME_LIMIT = _env_int("CELERY_TASK_TIME_LIMIT", 300)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300)
 if os.environ.get("CELERY_BROKER_TRANSPORT_OPTIONS", "").strip():
     # e.g. {"unacked_restore_interval": 1} for a faster sweep of abandoned messages on Redis.
     try:
@@ -348,22 +242,22 @@ CELERY_REDIS_SOCKET_TIMEOUT = 10
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
     "retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5},
 }
-ARKME_TASK_WAIT_SECONDS = _env_int("ARKME_TASK_WAIT_SECONDS", 20)
+ARKME_TASK_WAIT_SECONDS = env_int("ARKME_TASK_WAIT_SECONDS", 20)
 # One request's total wait for tasks (renders, stores): below the web worker's timeout
 # (gunicorn.conf.py: 30 s), so a slow queue is a 503 in the contract's envelope, never a
 # killed worker and a dropped connection.
-ARKME_REQUEST_BUDGET_SECONDS = _env_int("ARKME_REQUEST_BUDGET_SECONDS", 25)
+ARKME_REQUEST_BUDGET_SECONDS = env_int("ARKME_REQUEST_BUDGET_SECONDS", 25)
 # The SVG render process: its wall-clock deadline per render and its address-space budget.
-ARKME_SVG_TIMEOUT_SECONDS = _env_int("ARKME_SVG_TIMEOUT_SECONDS", 10)
-ARKME_SVG_MEMORY_BYTES = _env_int("ARKME_SVG_MEMORY_BYTES", 512 * 1024 * 1024, minimum=64 * 1024 * 1024)
+ARKME_SVG_TIMEOUT_SECONDS = env_int("ARKME_SVG_TIMEOUT_SECONDS", 10)
+ARKME_SVG_MEMORY_BYTES = env_int("ARKME_SVG_MEMORY_BYTES", 512 * 1024 * 1024, minimum=64 * 1024 * 1024)
 # SVG renders one account may have in flight at once, over every process and node; past it a
 # prepare is refused at once (429 throttled), so one account's renders cannot queue in front
 # of another's. The render worker's concurrency (Procfile) is kept above it.
-ARKME_SVG_RENDERS_PER_ACCOUNT = _env_int("ARKME_SVG_RENDERS_PER_ACCOUNT", 2)
+ARKME_SVG_RENDERS_PER_ACCOUNT = env_int("ARKME_SVG_RENDERS_PER_ACCOUNT", 2)
 # Render processes per web or worker process: a hostile SVG at its deadline holds one of them.
 # One more than an account may hold, so that one account never takes them all in a process
 # that renders in-process (no broker).
-ARKME_SVG_RENDER_PROCESSES = _env_int("ARKME_SVG_RENDER_PROCESSES", ARKME_SVG_RENDERS_PER_ACCOUNT + 1)
+ARKME_SVG_RENDER_PROCESSES = env_int("ARKME_SVG_RENDER_PROCESSES", ARKME_SVG_RENDERS_PER_ACCOUNT + 1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "arkme-purge-sessions": {"task": "toolregistry.tasks.purge_sessions", "schedule": 600.0},
@@ -420,17 +314,17 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
-if _env_bool("DJANGO_SECURE_COOKIES", default=not DEBUG):
+if env_bool("DJANGO_SECURE_COOKIES", default=not DEBUG):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if _env_bool("DJANGO_BEHIND_PROXY") else None
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_BEHIND_PROXY") else None
 # HTTPS only, once the deployment is: both off by default so `make run` works on plain HTTP.
-SECURE_SSL_REDIRECT = _env_bool("DJANGO_SSL_REDIRECT")
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SSL_REDIRECT")
 # Probes come from inside the deployment, often over plain HTTP.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
-SECURE_HSTS_SECONDS = _env_int("DJANGO_HSTS_SECONDS", 0, minimum=0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS")
-SECURE_HSTS_PRELOAD = _env_bool("DJANGO_HSTS_PRELOAD")
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD")
 
 # GET /metrics answers only this bearer token; unset, the endpoint does not exist.
 ARKME_METRICS_TOKEN = os.environ.get("ARKME_METRICS_TOKEN", "").strip()

@@ -106,16 +106,18 @@ def test_bad_numbers_are_configuration_errors(name, bad):
 
 
 def environment_variables_read() -> set[str]:
-    """Every variable settings.py reads: os.environ look-ups and the _env_* helpers."""
+    """Every variable the settings read (config/settings.py and config/environment.py): os.environ
+    look-ups and the env_* helpers."""
     import ast
 
     names = set()
-    for node in ast.walk(ast.parse((ROOT / "config" / "settings.py").read_text())):
+    sources = [(ROOT / "config" / name).read_text() for name in ("settings.py", "environment.py")]
+    for node in (node for source in sources for node in ast.walk(ast.parse(source))):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             func = node.func
             is_environ_get = isinstance(func, ast.Attribute) and func.attr == "get" and \
                 isinstance(func.value, ast.Attribute) and func.value.attr == "environ"
-            is_helper = isinstance(func, ast.Name) and func.id.startswith("_env_")
+            is_helper = isinstance(func, ast.Name) and func.id.startswith("env_")
             if is_environ_get or is_helper:
                 names.add(node.args[0].value)
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
@@ -126,7 +128,7 @@ def environment_variables_read() -> set[str]:
 
 def test_every_variable_the_settings_read_is_in_readmes_configuration():
     names = environment_variables_read()
-    assert {"DJANGO_SECRET_KEY", "ARKME_SVG_TIMEOUT_SECONDS", "DATABASE_CONN_MAX_AGE"} <= names
+    assert {"DJANGO_SECRET_KEY", "ARKME_SVG_TIMEOUT_SECONDS", "DATABASE_CONN_MAX_AGE", "DATABASE_POOL_TIMEOUT"} <= names
     readme = (ROOT / "README.md").read_text()
     configuration = readme[readme.index("## Configuration"):readme.index("## ", readme.index("## Configuration") + 3)]
     assert sorted(name for name in names if f"`{name}`" not in configuration) == []
