@@ -26,7 +26,6 @@ WORKSPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # What a DSH call reads of a session and its account; the rest stays in the database.
 _SESSION_FIELDS = ("id", "public_id", "client_id", "account_id", "profile", "workspace", "attachments_mounted",
                    "last_seen_at", "closed_at")
-SESSION_COLUMNS = (*_SESSION_FIELDS[1:], "account__public_id", "account__is_active")
 _ACCOUNT = AgentSession._meta.get_field("account")
 # Refreshing last_seen_at on every read would turn reads into writes.
 TOUCH_INTERVAL = timedelta(seconds=60)
@@ -54,51 +53,44 @@ def session_open(*, client: DshClient, account: str, profile: str | None = None,
 
 
 @functools.cache
-def _session_sql(vendor: str) -> str:
-    """The read of ``session_for_client`` as SQL written once per database vendor.
+def _session_sql(vendor: str, keyed: bool, for_update: bool) -> str:
+    """The read of ``session_for_client`` (``keyed``: of ``session_for_key``) as SQL written
+    once per database vendor and form.
 
-    Every DSH call runs it, and composing and compiling the join with the ORM cost twice as
-    much as running it (docs/PERFORMANCE.md). The account's two columns come back as
-    ``account_public_id`` and ``account_is_active``.
+    Every DSH call runs it, and composing and compiling the join with the ORM cost 2.3 million
+    instructions a call more than this (docs/ARCHITECTURE.md, "Private internals kept"). The
+    account's two columns come back as ``account_public_id`` and ``account_is_active``.
+    ``keyed`` finds the session by its client's key digest instead of the client's id: the key
+    check and the session read in one statement. ``for_update`` locks the session's row (not
+    the account's) where the database locks rows, for the writes that read it first.
     """
-    quote = connection.ops.quote_name
-    return f"{_session_select(vendor)} WHERE s.{quote('client_id')} = %s AND s.{quote('public_id')} = %s"
-
-
-@functools.cache
-def _keyed_session_sql(vendor: str) -> str:
-    """The same read found by the client's key digest instead of its id: the key check and the
-    session read in one statement, for the MCP endpoint (one request, one round trip)."""
-    quote = connection.ops.quote_name
-    return (
-        f"{_session_select(vendor)} JOIN {table(DshClient)} c ON c.{column(DshClient, 'id')} = s.{quote('client_id')}"
-        f" WHERE c.{column(DshClient, 'key_hash')} = %s AND c.{column(DshClient, 'revoked_at')} IS NULL"
-        f" AND s.{quote('public_id')} = %s"
-    )
-
-
-def _session_select(vendor: str) -> str:
-    quote = connection.ops.quote_name
+    session, account, client = table(AgentSession), table(Account), table(DshClient)
     fields = [field_of(AgentSession, name) for name in _SESSION_FIELDS]
-    columns = ", ".join(f"s.{quote(str(field.column))} AS {quote(field.attname)}" for field in fields)
-    account = {name: column(Account, name) for name in ("id", "public_id", "is_active")}
-    return (
+    quote = connection.ops.quote_name
+    columns = ", ".join(f"s.{column(AgentSession, field.name)} AS {quote(field.attname)}" for field in fields)
+    sql = (
         # Identifiers come from the models' metadata; values are bound parameters.
-        f"SELECT {columns}, a.{account['public_id']} AS account_public_id,"  # noqa: S608
-        f" a.{account['is_active']} AS account_is_active"
-        f" FROM {quote(AgentSession._meta.db_table)} s"
-        f" JOIN {quote(Account._meta.db_table)} a ON a.{account['id']} = s.{quote('account_id')}"
+        f"SELECT {columns}, a.{column(Account, 'public_id')} AS account_public_id,"  # noqa: S608
+        f" a.{column(Account, 'is_active')} AS account_is_active"
+        f" FROM {session} s JOIN {account} a ON a.{column(Account, 'id')} = s.{column(AgentSession, 'account')}"
     )
+    if keyed:
+        sql += (f" JOIN {client} c ON c.{column(DshClient, 'id')} = s.{column(AgentSession, 'client')}"
+                f" WHERE c.{column(DshClient, 'key_hash')} = %s AND c.{column(DshClient, 'revoked_at')} IS NULL")
+    else:
+        sql += f" WHERE s.{column(AgentSession, 'client')} = %s"
+    sql += f" AND s.{column(AgentSession, 'public_id')} = %s"
+    if for_update and connection.features.has_select_for_update_of:
+        sql += " FOR UPDATE OF s"
+    return sql
 
 
-def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -> tuple[AgentSession, bool] | None:
+def _session_row(client: DshClient | None, public_id: str, key_hash: str = "", *,
+                 for_update: bool = False) -> tuple[AgentSession, bool] | None:
     """The session with its account attached, and whether that account is active."""
     db = default_db()
-    params: list[str | int]
-    if client is None:
-        sql, params = _keyed_session_sql(db.vendor), [key_hash, public_id]
-    else:
-        sql, params = _session_sql(db.vendor), [client.pk, public_id]
+    sql = _session_sql(db.vendor, client is None, for_update)
+    params: list[str | int] = [key_hash if client is None else client.pk, public_id]
     with hot_cursor() as cursor:
         # A cursor, not Model.objects.raw(): this runs on every DSH call, and the raw query set
         # cost more to set up than the statement does to run (docs/PERFORMANCE.md).
@@ -108,7 +100,8 @@ def _session_row(client: DshClient | None, public_id: str, key_hash: str = "") -
         return None
     session = from_row(AgentSession, _SESSION_FIELDS, row[:len(_SESSION_FIELDS)], db)
     # The account as select_related attaches it (into the relation's cache, not through the
-    # descriptor's checks), with only these columns loaded.
+    # descriptor, whose checks cost more than the rest: docs/ARCHITECTURE.md, "Private
+    # internals kept"), with only these columns loaded.
     active = bool(row[-1])
     _ACCOUNT.set_cached_value(session, loaded(Account, db.alias, ("id", "public_id", "is_active"),
                                               (session.account_id, row[-2], active)))
@@ -122,15 +115,10 @@ def _touch_sql(vendor: str) -> str:
 
 
 def session_for_client(client: DshClient, public_id: str, *, for_update: bool = False) -> AgentSession:
-    """The client's own open, unexpired session; anything else is one indistinguishable 404."""
-    if for_update:
-        queryset = AgentSession.objects.select_related("account").only(*SESSION_COLUMNS).filter(
-            public_id=str(public_id), client=client).select_for_update(of=("self",))
-        session = next(iter(queryset.order_by()[:1]), None)
-    else:
-        found = _session_row(client, str(public_id))
-        return _checked(*found) if found else _checked(None)
-    return _checked(session)
+    """The client's own open, unexpired session; anything else is one indistinguishable 404.
+    ``for_update``: its row locked until the caller's transaction ends."""
+    found = _session_row(client, str(public_id), for_update=for_update)
+    return _checked(*found) if found else _checked(None)
 
 
 def session_for_key(key: str, public_id: str) -> tuple[DshClient, AgentSession]:
