@@ -1,18 +1,16 @@
 """DSH client keys: issued once, stored only as a hash, revocable."""
 from __future__ import annotations
 
-import functools
 import secrets
 from typing import Iterable
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from arkme.kernel.errors import Conflict, ErrorCode, InvalidRequest, NotAuthenticated, NotFound
 from arkme.kernel.ids import token_digest
 from arkme.kernel.profiles import Profile
-from arkme.kernel.sql import column, table
 
 from .models import DshClient
 
@@ -104,16 +102,6 @@ def dsh_client_revoke(*, name: str) -> DshClient:
     return client
 
 
-@functools.cache
-def _client_sql(vendor: str) -> str:
-    """The key look-up as SQL written once per database vendor: it runs on every DSH call, and
-    composing it with the ORM cost several times what running it does (docs/PERFORMANCE.md)."""
-    columns = ", ".join(column(DshClient, field.name) for field in DshClient._meta.concrete_fields)
-    # Identifiers come from the model's metadata; the key's digest is a bound parameter.
-    return (f"SELECT {columns} FROM {table(DshClient)}"  # noqa: S608
-            f" WHERE {column(DshClient, 'key_hash')} = %s AND {column(DshClient, 'revoked_at')} IS NULL")
-
-
 def client_key_digest(key: str) -> str:
     """What is stored of a well-formed key; empty for a string that cannot be a key."""
     if not key.startswith(KEY_PREFIX) or len(key) > MAX_KEY_LENGTH:
@@ -125,4 +113,4 @@ def client_for_key(key: str) -> DshClient | None:
     digest = client_key_digest(key)
     if not digest:
         return None
-    return next(iter(DshClient.objects.raw(_client_sql(connection.vendor), [digest])), None)
+    return DshClient.objects.filter(key_hash=digest, revoked_at__isnull=True).first()
