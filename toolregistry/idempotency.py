@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession, DshClient
@@ -53,11 +53,15 @@ _CLAIM_FIELDS = ("client", "session", "key", "tool_name", "request_digest", "sta
 
 @functools.cache
 def _claim_sql(vendor: str) -> str:
-    """The claim's INSERT, written once per database vendor: every keyed call runs it."""
+    """The claim's INSERT, written once per database vendor: every keyed call runs it. A key
+    already taken inserts nothing and raises nothing, so a repeat needs no savepoint and leaves
+    no error (whose traceback would hold the call's frames) behind."""
     names = ", ".join(column(IdempotencyRecord, name) for name in _CLAIM_FIELDS)
     marks = ", ".join(["%s"] * len(_CLAIM_FIELDS))
+    once = ", ".join(column(IdempotencyRecord, name) for name in ("client", "session", "key"))  # idempotency_key_once
     returning = f" RETURNING {column(IdempotencyRecord, 'id')}" if connection.features.can_return_columns_from_insert else ""
-    return f"INSERT INTO {table(IdempotencyRecord)} ({names}) VALUES ({marks}){returning}"  # noqa: S608
+    return (f"INSERT INTO {table(IdempotencyRecord)} ({names}) VALUES ({marks})"  # noqa: S608
+            f" ON CONFLICT ({once}) DO NOTHING{returning}")
 
 
 @functools.cache
@@ -74,15 +78,17 @@ def claim_expiry() -> timedelta:
 
 
 def _insert_claim(client: DshClient, session: AgentSession, key: str, tool_name: str, digest: str,
-                  claimed_at: datetime) -> int:
+                  claimed_at: datetime) -> int | None:
+    """The new claim's primary key, or None when the key is taken."""
     db = default_db()
     values: list[Any] = [client.pk, session.pk, key, tool_name, digest, IdempotencyStatus.IN_PROGRESS.value,
                          db.ops.adapt_datetimefield_value(claimed_at)]
     with hot_cursor() as cursor:
         cursor.execute(_claim_sql(db.vendor), values)
         if db.features.can_return_columns_from_insert:
-            return int(cursor.fetchone()[0])
-        return int(cursor.lastrowid)
+            row = cursor.fetchone()
+            return None if row is None else int(row[0])
+        return int(cursor.lastrowid) if cursor.rowcount else None
 
 
 # What a claim's record holds: the call reads nothing else of it before completing it.
@@ -94,19 +100,9 @@ def _try_insert(client: DshClient, session: AgentSession, key: str, tool_name: s
     """The new claim's record, or None when the key is taken."""
     db = default_db()
     claimed_at = timezone.now()
-    try:
-        if db.in_atomic_block:
-            # A savepoint, so that a lost race does not spoil the caller's transaction.
-            with transaction.atomic():
-                pk = _insert_claim(client, session, key, tool_name, digest, claimed_at)
-        else:
-            # Outside a transaction the INSERT is its own: no BEGIN and COMMIT around it.
-            pk = _insert_claim(client, session, key, tool_name, digest, claimed_at)
-    except IntegrityError as lost:
-        # The key is taken: a repeat. Django raised the error from a frame that the error's
-        # traceback names; dropping the traceback breaks that cycle, so the call's objects go
-        # when it ends instead of waiting for the garbage collector (see DshApiView).
-        lost.__traceback__ = None
+    # Outside a transaction the INSERT is its own: no BEGIN and COMMIT around it.
+    pk = _insert_claim(client, session, key, tool_name, digest, claimed_at)
+    if pk is None:  # the key is taken: a repeat
         return None
     # The row as it was written (the rest deferred), not a new instance: the model's
     # __init__ with keywords walks every field and its default, on every keyed call.
