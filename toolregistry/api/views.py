@@ -1,6 +1,7 @@
 """The DSH API. Views parse, call one service, and project; rules live in the services."""
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, cast
 
@@ -82,12 +83,18 @@ def _json_data(request: Request) -> Any:
     media type with its 415 and answers an empty body with ``{}``."""
     if request.META.get("CONTENT_TYPE") == "application/json":
         try:
-            raw = request._request.body
+            raw = request.body  # Django's request's, through DRF's documented proxy
         except RawPostDataException:  # read by someone before: DRF knows what to do
             return request.data
         if raw:
             return loads_strict(raw)
     return request.data
+
+
+@functools.cache
+def _field_names(serializer_class: type[Serializer]) -> frozenset[str]:
+    """The names a body of this serializer may carry (its fields, built once per class)."""
+    return frozenset(serializer_class().fields)
 
 
 def _call_request(serializer_class: type[s.ArgumentsRequest], request: Request) -> dict[str, Any]:
@@ -97,7 +104,7 @@ def _call_request(serializer_class: type[s.ArgumentsRequest], request: Request) 
     keeps its field and message."""
     data = _json_data(request)
     if (isinstance(data, dict) and data.get("arguments") is not None and data.get("approval") is None
-            and data.keys() <= serializer_class._declared_fields.keys()):
+            and data.keys() <= _field_names(serializer_class)):
         return {"arguments": data["arguments"]}
     return _validated(serializer_class, request)
 
