@@ -18,7 +18,9 @@ from datetime import UTC, datetime
 from typing import IO, Iterator
 
 from botocore.exceptions import BotoCoreError, ClientError
+from django.core.exceptions import SuspiciousOperation
 from django.core.files.storage import FileSystemStorage, Storage, storages
+from storages.utils import clean_name, safe_join
 
 from .errors import StorageUnavailable
 from .metrics import STORE_FAULTS
@@ -172,6 +174,15 @@ class LocalObjectStore(ObjectStore):
                 yield os.path.relpath(path, base).replace(os.sep, "/"), modified
 
 
+def s3_object_key(storage: Storage, name: str) -> str:
+    """The bucket key django-storages gives ``name``: under the storage's location, refused
+    when it would leave it (a ``..`` past the top)."""
+    try:
+        return safe_join(storage.location, clean_name(name))  # type: ignore[attr-defined]
+    except ValueError as exc:
+        raise SuspiciousOperation(f"Attempted access to {name!r} denied.") from exc
+
+
 class S3ObjectStore(ObjectStore):
     def _put(self, key: str, data: Payload) -> bool:
         storage = self.storage
@@ -180,7 +191,7 @@ class S3ObjectStore(ObjectStore):
             data.seek(0)
         try:
             client.put_object(
-                Bucket=storage.bucket_name, Key=storage._normalize_name(key),  # type: ignore[attr-defined]
+                Bucket=storage.bucket_name, Key=s3_object_key(storage, key),  # type: ignore[attr-defined]
                 Body=data, IfNoneMatch="*", ContentType="application/octet-stream",
             )
         except ClientError as exc:
@@ -210,7 +221,7 @@ class S3ObjectStore(ObjectStore):
     def _get_range(self, key: str, limit: int) -> bytes:
         storage = self.storage
         client = storage.bucket.meta.client  # type: ignore[attr-defined]
-        answer = client.get_object(Bucket=storage.bucket_name, Key=storage._normalize_name(key),  # type: ignore[attr-defined]
+        answer = client.get_object(Bucket=storage.bucket_name, Key=s3_object_key(storage, key),  # type: ignore[attr-defined]
                                    Range=f"bytes=0-{max(limit, 1) - 1}")
         return bytes(answer["Body"].read(limit))
 
