@@ -137,6 +137,12 @@ def session_for_key(key: str, public_id: str) -> tuple[DshClient, AgentSession]:
     return client, _checked(session, active)
 
 
+def unknown_session() -> NotFound:
+    """The one 404 for any session a client may not use: none, another client's, closed, idle,
+    or its account's deactivated."""
+    return NotFound("No such session.", code=ErrorCode.UNKNOWN_SESSION)
+
+
 def _checked(session: AgentSession | None, account_active: bool | None = None) -> AgentSession:
     """``account_active``: the account's flag when the caller read it with the session."""
     # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
@@ -144,7 +150,7 @@ def _checked(session: AgentSession | None, account_active: bool | None = None) -
     if (session is None or session.closed_at is not None
             or session.last_seen_at < _idle_cutoff(now)
             or not (session.account.is_active if account_active is None else account_active)):
-        raise NotFound("No such session.", code=ErrorCode.UNKNOWN_SESSION)
+        raise unknown_session()
     if now - session.last_seen_at > TOUCH_INTERVAL:
         db = default_db()
         with hot_cursor() as cursor:

@@ -1,7 +1,6 @@
 """Bearer client keys for the DSH API."""
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,21 +10,20 @@ from rest_framework.request import Request
 
 from arkme.conversations.clients import bearer_key, client_for_key
 from arkme.conversations.models import AgentSession, DshClient
-from arkme.conversations.sessions import session_for_key
+from arkme.conversations.sessions import session_for_key, unknown_session
 from arkme.kernel.errors import WWW_AUTHENTICATE, NotAuthenticated, NotFound
 
 
 @dataclass(frozen=True)
 class DshCredentials:
     """What DRF keeps as ``request.auth`` on every view of the DSH API: the client the key
-    names and, on a ``session_bound`` view, the session it may use there, or the 404 it met
-    (raised when the view asks for the session, so a method the view does not serve is still
-    405). The refusal is kept without its traceback: that would name the frame that names the
-    request, which holds the credentials (see DshApiView)."""
+    names and, on a ``session_bound`` view, the session it may use there, or that it may use
+    none (the 404 is raised when the view asks for the session, so a method the view does not
+    serve is still 405). No error is kept: its traceback would name the request that holds it."""
 
     client: DshClient
     session: AgentSession | None = None
-    session_refused: NotFound | None = None
+    session_refused: bool = False
 
 
 class DshClientAuthentication(BaseAuthentication):
@@ -42,11 +40,11 @@ class DshClientAuthentication(BaseAuthentication):
         if getattr(context.get("view"), "session_bound", False):
             try:
                 bound, session = session_for_key(key, str(context["kwargs"]["session"]))
-            except NotFound as missing:
+            except NotFound:
                 found = client_for_key(key)  # the key is valid (else 401 above): only the 404 path reads it again
                 if found is None:
                     raise NotAuthenticated("The client key is not valid.") from None
-                return found, DshCredentials(found, session_refused=missing.with_traceback(None))
+                return found, DshCredentials(found, session_refused=True)
             return bound, DshCredentials(bound, session=session)
         client = client_for_key(key)
         if client is None:
@@ -62,14 +60,11 @@ def request_session(request: Request) -> AgentSession:
     """The session the authentication read for this ``session_bound`` view, or its 404."""
     credentials = request.auth
     if not isinstance(credentials, DshCredentials) or (credentials.session is None
-                                                       and credentials.session_refused is None):
+                                                       and not credentials.session_refused):
         raise TypeError("the view is not session_bound")
-    if credentials.session is not None:
-        return credentials.session
-    refused = credentials.session_refused
-    del credentials
-    # A copy: raised, the kept error would get a traceback naming this frame, and the request.
-    raise copy.copy(refused)  # type: ignore[misc]
+    if credentials.session is None:
+        raise unknown_session()
+    return credentials.session
 
 
 class DshClientAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
