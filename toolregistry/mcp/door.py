@@ -1,14 +1,13 @@
 """``POST /dsh/v1/sessions/{s}/mcp``: who calls, what they sent, and the transport's answers.
 
 The door reads the client key and the session once, reads the body once under the API's JSON
-limits, and hands the session's server an ``Exchange``: the client, the session, its toolset
+limits, and hands the session's server an ``Exchange``: the client, the session
 and the call's ``_meta`` (``exchange.py``).
 """
 from __future__ import annotations
 
 import functools
 import json
-import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,8 +37,6 @@ from ..registrar import Toolset
 from ..toolsets import session_toolset
 from .exchange import EARLIER_VERSIONS, ID_REQUIRED_VERSIONS, SUPPORTED_VERSIONS, Exchange, serving
 from .server import server_for
-
-logger = logging.getLogger(__name__)
 
 SESSION_NOT_FOUND = "Session not found"
 
@@ -189,7 +186,7 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
                          status=HTTPStatus.BAD_REQUEST,
                          data={"supported": list(SUPPORTED_VERSIONS), "requested": version})
     toolset = session_toolset(agent_session)
-    exchange = Exchange(client=client, session=agent_session, toolset=toolset, meta=_meta(message))
+    exchange = Exchange(client=client, session=agent_session, meta=_meta(message))
     request.user = _principal(client.pk, agent_session.public_id)  # type: ignore[assignment]
     with serving(exchange), _server_span(request, message, toolset) as span:
         answer = _unknown_id_left_out(request, server_for(toolset)(request))

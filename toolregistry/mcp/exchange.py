@@ -13,8 +13,6 @@ from typing import Any
 
 from arkme.conversations.models import AgentSession, DshClient
 
-from ..registrar import Toolset
-
 # The versions served: 2026-07-28 and the 2025 revisions served statelessly. 2025-03-26 is not
 # offered: its JSON-RPC batches are not served (the library refuses them).
 PROTOCOL_VERSION = "2026-07-28"
@@ -31,7 +29,6 @@ class Exchange:
 
     client: DshClient
     session: AgentSession
-    toolset: Toolset
     meta: Mapping[str, Any]
     refusal: dict[str, Any] | None = field(default=None)
 
