@@ -1,8 +1,7 @@
 """Bearer client keys for the DSH API."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
@@ -14,8 +13,7 @@ from arkme.conversations.sessions import session_for_key, unknown_session
 from arkme.kernel.errors import WWW_AUTHENTICATE, NotAuthenticated, NotFound
 
 
-@dataclass(frozen=True)
-class DshCredentials:
+class DshCredentials(NamedTuple):
     """What DRF keeps as ``request.auth`` on every view of the DSH API: the client the key
     names and, on a ``session_bound`` view, the session it may use there, or that it may use
     none (the 404 is raised when the view asks for the session, so a method the view does not
