@@ -120,3 +120,21 @@ def test_a_valid_key_on_a_session_it_may_not_use_is_the_one_404(dsh, other_dsh, 
 def test_a_method_a_session_view_does_not_serve_is_405_even_for_an_unknown_session(dsh):
     response = dsh.api.put("/dsh/v1/sessions/ses_unknown", {}, format="json")
     assert_error(response, 405, "method_not_allowed")
+
+
+@pytest.mark.parametrize("form", ["{key}", "bearer {key}", "BEARER {key}", "  Bearer   {key}  ", "Basic {key}",
+                                  "Bearer {key} extra", "Bearer", "Token {key}", "Bearer{key}"])
+def test_both_doors_read_the_authorization_header_by_one_rule(dsh, session, form):
+    """REST and MCP take or refuse the same headers (one bearer rule), and refuse alike."""
+    header = form.format(key=dsh.key) if form != "{key}" else dsh.key
+    anonymous = APIClient()
+    rest = anonymous.get(f"/dsh/v1/sessions/{session}", HTTP_AUTHORIZATION=header)
+    mcp = anonymous.post(f"/dsh/v1/sessions/{session}/mcp", '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+                         content_type="application/json", HTTP_AUTHORIZATION=header,
+                         HTTP_MCP_PROTOCOL_VERSION="2025-11-25")
+    if rest.status_code == 200:
+        assert mcp.status_code == 200, mcp.content
+    else:
+        assert_401(rest)
+        assert_401(mcp)
+        assert mcp.json() == rest.json()
