@@ -28,7 +28,11 @@ from .instructions import Counted, collect, counting_env, failures, fork_childre
 from .tools_growth import GOAL as GROWTH_GOAL
 from .tools_growth import UNITS
 
-WEB_N = 20
+# A request allocates; the cyclic collector runs every few hundred allocations, so over 20
+# requests where its runs fall moves a figure by up to about 0.5% between two versions of
+# unrelated code (the floors' too). Over 200 the brackets lie 0.01% apart and a figure moves
+# only with the work a request does.
+WEB_N = 200
 COMPILE_N = 5
 SETS_N = 2  # adds per prepare_confirm kind (of PER_ADD images each), besides the warm-up's
 PER_ADD = 3
