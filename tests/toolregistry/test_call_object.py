@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.errors import assert_error
 from tests.support.mcp import MODERN, Mcp, value_of
-from toolregistry import calls
+from toolregistry import calls, toolsets
 from toolregistry.models import ToolCall
 
 APPROVE = "arkme_id_change"
@@ -28,8 +28,7 @@ def counted(monkeypatch) -> Counter:
 
     monkeypatch.setattr(calls, "validate_arguments", counting("validations", calls.validate_arguments))
     monkeypatch.setattr(calls, "arguments_digest", counting("digests", calls.arguments_digest))
-    registrar = calls.session_toolset.__globals__["registrar"]
-    monkeypatch.setattr(registrar, "toolset", counting("toolsets", registrar.toolset))
+    monkeypatch.setattr(toolsets.registrar, "toolset", counting("toolsets", toolsets.registrar.toolset))
     return seen
 
 
