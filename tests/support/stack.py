@@ -255,6 +255,12 @@ class FaultProxy:
                 client.close()
                 continue
             with self._lock:
+                # Connecting upstream takes a moment: a fault that came meanwhile has cut the
+                # connections it knew of, so this one, which it did not, is dropped here.
+                if self.mode != "up":
+                    for sock in (client, upstream):
+                        sock.close()
+                    continue
                 self._pairs.append((client, upstream))
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
 
@@ -300,8 +306,8 @@ class FaultProxy:
         self._cut()
 
     def hang(self) -> None:
+        self.mode = "hang"  # before the cut: a connection being made now is dropped (_accept)
         self._cut()
-        self.mode = "hang"
         if self._listener is None:
             self._listen()
 
