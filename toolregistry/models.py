@@ -4,8 +4,30 @@ from __future__ import annotations
 from django.db import models
 
 
+class ApprovalVia(models.TextChoices):
+    """Where a human's answer was heard."""
+
+    HOST = "host", "The host (DSH's card)"
+    PAGE = "page", "Arkme's approval page"
+    MCP_FORM = "mcp_form", "An MCP form elicitation"
+    MCP_URL = "mcp_url", "An MCP URL elicitation to the page"
+    STAFF = "staff", "Staff, in the admin"
+    ACCOUNT = "account", "The account, on its page of standing grants"
+    SYSTEM = "system", "The registry itself (expiry, session close)"
+
+
+class ApprovalScope(models.TextChoices):
+    ONCE = "once", "This call only"
+    SESSION = "session", "Later calls on the same target in this session"
+
+
 class ApprovalGrant(models.Model):
-    """A human's approval of one call: single use, expiring, bound to session, tool and arguments."""
+    """A human's approval of one call: single use, expiring, bound to session, tool and arguments.
+
+    An approval taken on Arkme's page (``page_handle_hash`` set) stays pending until the
+    session's own account approves or declines it there; any other approval counts as given
+    when it is issued (the host showed the card) or, for MCP's sealed answers, when it is used.
+    """
 
     session = models.ForeignKey("conversations.AgentSession", on_delete=models.CASCADE, related_name="approvals")
     tool_name = models.CharField(max_length=64)
@@ -14,6 +36,59 @@ class ApprovalGrant(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+    page_handle_hash = models.CharField(max_length=64, unique=True, null=True, blank=True,
+                                        help_text="Set when the approval is taken on Arkme's page.")
+    approved_at = models.DateTimeField(null=True, blank=True)
+    declined_at = models.DateTimeField(null=True, blank=True)
+    scope = models.CharField(max_length=16, choices=ApprovalScope.choices, default=ApprovalScope.ONCE)
+    scopes_offered = models.JSONField(default=list, blank=True)
+    target = models.CharField(max_length=80, blank=True, default="",
+                              help_text="What a standing grant from this approval would cover (an extension or group id).")
+    card = models.JSONField(default=dict, blank=True, help_text="The card the human was shown.")
+
+    class Meta:
+        ordering = ["-id"]
+
+
+class StandingGrant(models.Model):
+    """A human's approval that covers later calls of one tool on one target in one session,
+    until it expires, the session ends or it is revoked."""
+
+    session = models.ForeignKey("conversations.AgentSession", on_delete=models.CASCADE, related_name="standing_grants")
+    tool_name = models.CharField(max_length=64)
+    target = models.CharField(max_length=80)
+    approval = models.ForeignKey(ApprovalGrant, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_via = models.CharField(max_length=16, choices=ApprovalVia.choices, blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["session", "tool_name", "target"], name="standing_grant_lookup")]
+
+
+class ApprovalDecision(models.Model):
+    """The approval record: each thing that happened to an approval or a standing grant, and
+    where, linked to the tool call it allowed. Append-only, like the audit."""
+
+    class Kind(models.TextChoices):
+        ASKED = "asked", "Asked"
+        APPROVED = "approved", "Approved"
+        DECLINED = "declined", "Declined"
+        EXPIRED = "expired", "Expired"
+        USED = "used", "Used"
+        REVOKED = "revoked", "Revoked"
+
+    approval = models.ForeignKey(ApprovalGrant, null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions")
+    standing_grant = models.ForeignKey(StandingGrant, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="decisions")
+    tool_call = models.ForeignKey("ToolCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions")
+    session_public_id = models.CharField(max_length=40, blank=True, default="", db_index=True)
+    tool_name = models.CharField(max_length=64)
+    decision = models.CharField(max_length=16, choices=Kind.choices)
+    via = models.CharField(max_length=16, choices=ApprovalVia.choices)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["-id"]
@@ -66,6 +141,10 @@ class ToolCall(models.Model):
                                help_text="The door the call came through: the REST API or the MCP endpoint.")
     request_id = models.CharField(max_length=64, blank=True, default="", db_index=True,
                                   help_text="The HTTP request's X-Request-ID, also on its log lines.")
+    approval = models.ForeignKey(ApprovalGrant, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                 help_text="The approval this call used.")
+    standing_grant = models.ForeignKey(StandingGrant, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+", help_text="The standing grant that covered this call.")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

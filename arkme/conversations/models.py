@@ -27,6 +27,11 @@ class DshClient(models.Model):
         default=list, blank=True,
         help_text="Profiles this client may open sessions in; empty means every profile.",
     )
+    approval_page_tools = models.JSONField(
+        default=list, blank=True,
+        help_text="Tools whose approvals this client's sessions take on Arkme's approval page "
+                  "(tool names, or \"*\" for every tool), besides ARKME_APPROVAL_PAGE_TOOLS.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
