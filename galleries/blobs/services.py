@@ -1,6 +1,7 @@
 """Blob services: staging, storing through the store task, garbage collection and verification."""
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -117,6 +118,10 @@ def blob_thumbnail(sha256: str, side: int = THUMBNAIL_SIDE) -> bytes:
     return data
 
 
+# Unreferenced blob rows deleted per transaction by the garbage collection.
+GC_BATCH = 1000
+
+
 @dataclass
 class GcReport:
     blobs: list[str] = field(default_factory=list)
@@ -131,8 +136,9 @@ class GcReport:
 def blobs_collect_garbage(*, dry_run: bool = False, grace: timedelta = GC_GRACE) -> GcReport:
     """Delete blobs nothing references, stored objects no row knows, and stale staging.
 
-    Rows go in a transaction; objects are deleted only after it commits, so a rollback
-    never leaves a row pointing at nothing.
+    Rows go a batch per transaction (``GC_BATCH``: a statement's parameters stay far below
+    PostgreSQL's 65,535 however many blobs are unreferenced); each batch's objects are deleted
+    only after its transaction commits, so a rollback never leaves a row pointing at nothing.
     """
     cutoff = timezone.now() - grace
     report = GcReport()
@@ -140,13 +146,19 @@ def blobs_collect_garbage(*, dry_run: bool = False, grace: timedelta = GC_GRACE)
     unreferenced = Blob.objects.filter(created_at__lt=cutoff).exclude(
         Exists(GalleryItem.objects.filter(blob=OuterRef("pk")))
     ).exclude(Exists(AccountImage.objects.filter(blob=OuterRef("pk"))))
-    with transaction.atomic():
-        rows = list(unreferenced.select_for_update().values_list("pk", "sha256"))
-        report.blobs = [sha for _, sha in rows]
-        if not dry_run and rows:
-            Blob.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
-            keys = [blob_key(sha) for sha in report.blobs]
-            transaction.on_commit(lambda: store.delete_quietly(keys))
+    after = 0
+    while True:
+        with transaction.atomic():
+            rows = list(unreferenced.filter(pk__gt=after).order_by("pk").select_for_update()
+                        .values_list("pk", "sha256")[:GC_BATCH])
+            if not rows:
+                break
+            after = rows[-1][0]
+            shas = [sha for _, sha in rows]
+            report.blobs += shas
+            if not dry_run:
+                Blob.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
+                transaction.on_commit(functools.partial(store.delete_quietly, [blob_key(sha) for sha in shas]))
     known = set(Blob.objects.values_list("sha256", flat=True))
     for key, modified in store.keys(BLOB_PREFIX):
         sha = key.rsplit("/", 1)[-1]

@@ -8,10 +8,13 @@ import boto3
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from arkme.kernel.errors import StorageUnavailable
 from arkme.kernel.storage import object_store
+from galleries.blobs import services as blob_services
 from galleries.blobs.services import blobs_collect_garbage, blobs_store_missing, blobs_verify
 from galleries.blobs.storage import blob_key, staging_key
 from galleries.ingest.process_image import process_image, sha256_hex
@@ -88,6 +91,24 @@ def test_gc_removes_only_unreferenced_old_blobs_after_commit(backend, gs, django
     assert not store.exists(blob_key(orphan.sha256)) and not store.exists(blob_key("f" * 64))
     assert Blob.objects.count() == 1 and len(kept["gallery"]["items"]) == 1
     assert [key for key, _ in store.keys("blobs/")] == [blob_key(Blob.objects.get().sha256)]
+
+
+@pytest.mark.django_db
+def test_gc_deletes_any_number_of_unreferenced_blobs_a_batch_per_transaction(backend, monkeypatch,
+                                                                              django_capture_on_commit_callbacks):
+    monkeypatch.setattr(blob_services, "GC_BATCH", 2)
+    orphans = [process_image(images.png((320, 320), (c, c, c))) for c in range(5)]
+    blobs_store_missing(orphans)
+    Blob.objects.update(created_at=timezone.now() - timedelta(days=1))
+    with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True) as callbacks:
+        report = blobs_collect_garbage(grace=timedelta(0))
+    assert sorted(report.blobs) == sorted(image.sha256 for image in orphans)
+    assert len(callbacks) == 3  # 2 + 2 + 1 rows, each batch's objects after its own commit
+    assert not Blob.objects.exists()
+    assert not [key for key, _ in object_store().keys("blobs/")]
+    table = connection.ops.quote_name(Blob._meta.db_table)
+    deletes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("DELETE") and table in q["sql"]]
+    assert len(deletes) == 3
 
 
 @pytest.mark.django_db
