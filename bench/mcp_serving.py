@@ -109,16 +109,22 @@ def product_arguments(port: int, *, access_log: bool = True) -> list[str]:
     return ["config.wsgi", "-c", str(config), "--workers", "2", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
 
 
+def product_environment(n: int | None = None) -> dict[str, str]:
+    """The product's environment as the Procfile's web process has it (glibc's malloc arenas
+    capped, unless the operator set them), with the bench settings; with ``n``, n bench tools."""
+    env = {"MALLOC_ARENA_MAX": "1", **os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings",
+           "WEB_CONCURRENCY": "2", "DATABASE_CONN_MAX_AGE": "60"}
+    if n is not None:
+        env["ARKME_BENCH_MCP_TOOLS"] = str(n)
+    return env
+
+
 def start_product(n: int | None = None, *, access_log: bool = True) -> Server:
     """The product as gunicorn.conf.py deploys it; with ``n``, its catalog serves n bench tools;
     without ``access_log``, the same settings but no access log."""
     port = free_port()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "WEB_CONCURRENCY": "2",
-           "DATABASE_CONN_MAX_AGE": "60"}
-    if n is not None:
-        env["ARKME_BENCH_MCP_TOOLS"] = str(n)
     process = subprocess.Popen([sys.executable, "-m", "gunicorn", *product_arguments(port, access_log=access_log)],
-                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+                               cwd=ROOT, env=product_environment(n), stdout=subprocess.DEVNULL)
     wait_for_port(port, process)
     return Server("product", process, f"http://127.0.0.1:{port}")
 

@@ -138,3 +138,15 @@ def test_the_peer_reports_the_loop_and_parser_it_actually_serves_with():
     assert _runtime_under("uvloop", "httptools") == PEER_RUNTIME
     fallback = _runtime_under("asyncio", "h11")
     assert fallback["loop"].startswith("asyncio.") and "h11_impl" in fallback["http"]
+
+
+def test_the_product_is_served_with_the_procfiles_malloc_arenas(monkeypatch):
+    from bench.mcp_serving import product_environment
+    from tests.test_malloc_arenas import procfile
+
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    assert "MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-1}" in procfile()["web"]
+    assert product_environment()["MALLOC_ARENA_MAX"] == "1"
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "3")  # an operator's setting is kept, as the Procfile keeps it
+    assert product_environment(7)["MALLOC_ARENA_MAX"] == "3"
+    assert product_environment(7)["ARKME_BENCH_MCP_TOOLS"] == "7"
