@@ -19,6 +19,7 @@ from arkme.kernel.sql import column, execute_custom_plan, from_row, hot_cursor, 
 
 from .models import ChatPartner, Group, Invitation, InvitationStatus, JoinPolicy, Membership, PrivateChat
 from .refs import read_source_ref, source_ref_maker
+from .vocabulary import ANSWERED_OUTCOMES, Scope
 
 
 class GroupView(TypedDict):
@@ -42,14 +43,14 @@ class CandidatesView(TypedDict):
     candidates: list[CandidateView]
     truncated: bool
     # An addition to the contract, which names group, candidates and truncated.
-    scope: Annotated[str, one_of("recent", "all"), Meta(
+    scope: Annotated[str, one_of(*Scope), Meta(
         description="Which chats were searched: the recent ones (no query) or all of them (a query).")]
 
 
 class AddResultView(TypedDict):
     candidate_ref: str
     display_name: NotRequired[str]
-    outcome: Annotated[str, one_of("added", "invited", "already_member", "invalid_ref", "expired_ref", "not_eligible")]
+    outcome: Annotated[str, one_of(*ANSWERED_OUTCOMES)]
 
 
 class AddMembersView(TypedDict):

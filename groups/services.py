@@ -1,7 +1,6 @@
 """Write services of the group domain: memberships, additions, invitations, join requests."""
 from __future__ import annotations
 
-import enum
 import logging
 import secrets
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from .models import (
 from .refs import candidate_ref_maker, read_candidate_ref
 from .selectors import CandidateView, chats_of, group_and_candidates, group_for_source_ref
 from .tasks import deliver_messages
+from .vocabulary import Outcome, Scope
 
 logger = logging.getLogger(__name__)
 CANDIDATE_LIMIT_DEFAULT = 50
@@ -61,13 +61,6 @@ def private_chat_ensure(*, a: Account, b: Account) -> PrivateChat:
 
 
 # --- candidates ------------------------------------------------------------------------------
-
-class Scope(enum.StrEnum):
-    """Which chats a candidates call searched (a value of the tool's result)."""
-
-    RECENT = "recent"  # the newest ARKME_CANDIDATE_RECENT_CHATS (a call without a query)
-    ALL = "all"  # every private chat of the user (a call with a query)
-
 
 @dataclass(frozen=True)
 class Candidates:
@@ -95,22 +88,6 @@ def group_member_candidates(*, account: AccountIdentity, source_ref: str, query:
 
 
 # --- additions -------------------------------------------------------------------------------
-
-class Outcome(enum.StrEnum):
-    """What became of one ref of an add (a value of the tool's result), or how it was judged."""
-
-    ADDED = "added"
-    INVITED = "invited"
-    ALREADY_MEMBER = "already_member"
-    INVALID_REF = "invalid_ref"
-    EXPIRED_REF = "expired_ref"
-    NOT_ELIGIBLE = "not_eligible"
-    ELIGIBLE = "eligible"  # judged, not yet acted on
-    # Judged, not acted on: the same person as an earlier ref of the call (two refs signed at
-    # different seconds name one chat). Answered as that person's outcome stands after the
-    # earlier ref: a member of an open group (already_member), invited to an approval group.
-    REPEATED = "repeated"
-
 
 @dataclass(frozen=True)
 class Judged:
