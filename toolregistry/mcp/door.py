@@ -36,7 +36,9 @@ from ..api.parsers import loads_strict
 from ..registrar import Toolset
 from ..toolsets import session_toolset
 from .exchange import EARLIER_VERSIONS, ID_REQUIRED_VERSIONS, SUPPORTED_VERSIONS, Exchange, serving
-from .server import server_for
+from .asking import StreamAsker
+from .server import APPROVAL_META, server_for
+from .stream import accepts_stream, answer_message, answer_received, streamed_call
 
 SESSION_NOT_FOUND = "Session not found"
 
@@ -185,12 +187,25 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
         return rpc_error(request, _request_id(message), UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                          status=HTTPStatus.BAD_REQUEST,
                          data={"supported": list(SUPPORTED_VERSIONS), "requested": version})
-    toolset = session_toolset(agent_session)
     exchange = Exchange(client=client, session=agent_session, meta=_meta(message))
+    if isinstance(message, dict) and answer_message(message):
+        # A 2025-era client's answer to a question asked on a call's stream (stream.py).
+        if answer_received(exchange, message):
+            return HttpResponse(status=HTTPStatus.ACCEPTED)
+        return rpc_error(request, None, INVALID_REQUEST, "No question is waiting for this answer.",
+                         status=HTTPStatus.BAD_REQUEST)
+    if version in EARLIER_VERSIONS and APPROVAL_META not in exchange.meta and accepts_stream(request):
+        # Questions are asked on the call's stream; an approval the host brought asks nothing.
+        exchange.stream = StreamAsker()
+    toolset = session_toolset(agent_session)
     request.user = _principal(client.pk, agent_session.public_id)  # type: ignore[assignment]
+    server = server_for(toolset)
     with serving(exchange), _server_span(request, message, toolset) as span:
-        answer = _unknown_id_left_out(request, server_for(toolset)(request))
+        answer = _unknown_id_left_out(request, server(request))
         _record_outcome(span, exchange, answer)
+        if exchange.stream is not None and exchange.stream.pending is not None:
+            answer = streamed_call(request, exchange, exchange.stream,
+                                   lambda: _unknown_id_left_out(request, server(request)))
     if isinstance(message, dict) and message.get("method") == "initialize":
         answer = _initialized(answer)
     return answer
