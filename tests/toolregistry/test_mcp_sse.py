@@ -16,8 +16,10 @@ import mcp.client.session
 import pytest
 from django.conf import settings
 
+from arkme.conversations.clients import dsh_client_create
 from tests.support.errors import assert_tool_error
 from tests.support.images import png
+from tests.support.mcp import SseCall
 from tests.toolregistry.test_mcp_sdk import Human, connect, run
 from toolregistry.models import ApprovalGrant, PendingQuestion, ToolCall
 
@@ -138,9 +140,9 @@ def test_a_replayed_answer_is_refused(host, world, era):
             posted.append(request.content)
 
     async def main():
+        from mcp import Client
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
-        from mcp import Client
 
         async with create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http:
             http.event_hooks["request"] = [record]
@@ -156,3 +158,71 @@ def test_a_replayed_answer_is_refused(host, world, era):
         "Accept": "application/json, text/event-stream"})
     assert again.status_code == 400 and again.json()["error"]["message"] == "No question is waiting for this answer."
     assert ToolCall.objects.filter(tool_name="arkme_id_change", outcome="ok").count() == 1
+
+
+def test_an_unanswered_question_expires_with_a_tool_error(host, world, settings):
+    """Nobody answers within the wait: the stream ends with the refusal, and the late answer is
+    refused."""
+    _, key, _, _, url = host
+    settings.ARKME_MCP_ANSWER_WAIT_SECONDS = 1
+    settings.ARKME_MCP_HEARTBEAT_SECONDS = 1
+    call = SseCall(url, key, "arkme_id_change", {"arkme_id": "alice_late"})
+    try:
+        question = call.event()
+        assert question["method"] == "elicitation/create"
+        final = call.event()
+        assert_tool_error(final["result"], "approval_required")
+        assert final["result"]["structuredContent"]["error"]["details"]["reason"] == "expired"
+        assert call.answer(url, question, {"action": "accept", "content": {"approve": True}}).status_code == 400
+    finally:
+        call.close()
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id_changeable and not PendingQuestion.objects.exists()
+
+
+def test_only_the_client_and_session_asked_may_answer(host, world):
+    dsh, key, _, _, url = host
+    other_session = dsh.open_session(world.alice)["session"]
+    _, other_key = dsh_client_create(name="someone-else")
+    yes = {"action": "accept", "content": {"approve": True}}
+    call = SseCall(url, key, "arkme_id_change", {"arkme_id": "alice_mine"})
+    try:
+        question = call.event()
+        # Another client's key on this session: the session is not found for it.
+        foreign = SseCall.answer(_as(call, other_key), url, question, yes)
+        assert foreign.status_code == 404
+        # This client, in its other session: no such question there.
+        elsewhere = call.answer(url.replace(url.split("/")[-2], other_session), question, yes)
+        assert elsewhere.status_code == 400
+        # Not a well-formed answer: refused, and the question still waits for the real one.
+        assert call.answer(url, question, {"action": "maybe"}).status_code == 400
+        assert call.answer(url, question, yes).status_code == 202
+        assert call.event()["result"]["isError"] is False
+    finally:
+        call.close()
+    assert ToolCall.objects.filter(tool_name="arkme_id_change", outcome="ok").count() == 1
+
+
+def _as(call: SseCall, key: str) -> SseCall:
+    """The same call's answering side, with another client key."""
+    other = object.__new__(SseCall)
+    other.headers = {**call.headers, "Authorization": f"Bearer {key}"}
+    return other
+
+
+def test_a_declined_confirmation_leaves_the_operation_pending(host, world, era):
+    dsh, key, session, root, url = host
+    dsh.put(f"sessions/{session}/phases/attachments")
+    (root / "p0.png").write_bytes(png((400, 400), (10, 90, 30)))
+    extension = world.alice_ext.public_id
+
+    async def main():
+        async with connect(url, key, "legacy", Human(reply="不要")) as client:
+            prepared = await client.call_tool("arkme_extension_preview_add", {
+                "action": "prepare", "extension": extension, "source": "workspace", "workspace_paths": ["p0.png"]})
+            operation = prepared.structured_content["operation"]
+            refused = await client.call_tool("arkme_extension_preview_add", {
+                "action": "confirm", "extension": extension, "operation": operation})
+            return refused
+
+    assert_tool_error(run(main), "confirmation_required")

@@ -10,9 +10,8 @@ elicitations.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import dataclass
+from typing import Any
 
 from django.http import HttpRequest
 from django_mcpz.elicitation import Elicitation, InputRequired

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django_mcpz.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from django_mcpz.legacy import LEGACY_PROTOCOL_VERSIONS
@@ -35,8 +36,8 @@ from arkme.kernel.tracing import span as traced_span
 from ..api.parsers import loads_strict
 from ..registrar import Toolset
 from ..toolsets import session_toolset
-from .exchange import EARLIER_VERSIONS, ID_REQUIRED_VERSIONS, SUPPORTED_VERSIONS, Exchange, serving
 from .asking import StreamAsker
+from .exchange import EARLIER_VERSIONS, ID_REQUIRED_VERSIONS, SUPPORTED_VERSIONS, Exchange, serving
 from .server import APPROVAL_META, server_for
 from .stream import accepts_stream, answer_message, answer_received, streamed_call
 
@@ -162,7 +163,7 @@ def _read(request: HttpRequest) -> object | HttpResponse:
 
 
 @csrf_exempt
-def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
+def session_mcp(request: HttpRequest, session: str) -> HttpResponseBase:
     """``POST /dsh/v1/sessions/{s}/mcp``: the session's MCP server (Streamable HTTP, JSON)."""
     if request.method != "POST":
         # The 2026-07-28 transport has no GET stream and no DELETE: the API's 405 envelope.
@@ -204,8 +205,8 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
         answer = _unknown_id_left_out(request, server(request))
         _record_outcome(span, exchange, answer)
         if exchange.stream is not None and exchange.stream.pending is not None:
-            answer = streamed_call(request, exchange, exchange.stream,
-                                   lambda: _unknown_id_left_out(request, server(request)))
+            return streamed_call(request, exchange, exchange.stream,
+                                 lambda: _unknown_id_left_out(request, server(request)))
     if isinstance(message, dict) and message.get("method") == "initialize":
         answer = _initialized(answer)
     return answer

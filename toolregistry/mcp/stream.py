@@ -30,6 +30,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connections
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from arkme.kernel.budget import budget_renewed
 from arkme.kernel.cancellation import caller_gone
@@ -90,7 +91,7 @@ def _asked(exchange: Exchange) -> Asked:
 
 
 def streamed_call(request: HttpRequest, exchange: Exchange, asker: StreamAsker,
-                  run: Callable[[], HttpResponse]) -> HttpResponse:
+                  run: Callable[[], HttpResponse]) -> HttpResponseBase:
     """The answer to a call whose run stopped on ``asker.pending``: an SSE stream asking it and
     ending with the call's result. ``run`` runs the call again (as the door runs it)."""
     wait_seconds = min(settings.ARKME_MCP_ANSWER_WAIT_SECONDS, settings.ARKME_APPROVAL_TTL_SECONDS)
