@@ -43,6 +43,10 @@ CONTRACT_ADDITIONS = [
     "below and in README 'The MCP surface'); its outputSchema for a tool is ToolResult_<name> or "
     "the error envelope.",
     "approval_declined (403): over MCP, the human declined the approval elicitation; nothing ran.",
+    "Over MCP 2025-11-25 and 2025-06-18, a tools/call that needs the human, from a client that accepts "
+    "text/event-stream, is answered as an SSE stream with one elicitation/create request and then the "
+    "call's result; the client's JSON-RPC response POSTed to the endpoint is 202, or 400 when no question "
+    "of this client in this session waits for it.",
     "The audit records the surface (rest or mcp) of every tool call.",
     "A JSON body is JSON as RFC 8259 defines it: NaN, Infinity and numbers beyond a double's range "
     "are 400 malformed_request.",
