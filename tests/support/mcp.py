@@ -164,6 +164,10 @@ class SseCall:
     def content_type(self) -> str:
         return self._response.headers.get("Content-Type", "")
 
+    def body(self) -> dict:
+        """The whole answer as one JSON document (a call that asked nothing)."""
+        return json.loads(self._response.read())
+
     def event(self) -> dict | None:
         """The next event's message (comment lines skipped), None when the stream ended."""
         data: list[str] = []

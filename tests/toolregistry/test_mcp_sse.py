@@ -226,3 +226,26 @@ def test_a_declined_confirmation_leaves_the_operation_pending(host, world, era):
             return refused
 
     assert_tool_error(run(main), "confirmation_required")
+
+
+def test_without_a_store_to_hear_from_the_call_is_refused_as_before(host, world, monkeypatch):
+    """The answer's store (Redis) is unreachable when the question would be asked: the call
+    answers as for a client that cannot be asked, in plain JSON."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    import toolregistry.mcp.stream as stream
+
+    def unreachable(*args, **kwargs):
+        raise RedisConnectionError("down")
+
+    monkeypatch.setattr(stream, "question_opened", unreachable)
+    _, key, _, _, url = host
+    call = SseCall(url, key, "arkme_id_change", {"arkme_id": "alice_down"})
+    try:
+        assert call.content_type.startswith("application/json")
+        body = call.body()
+    finally:
+        call.close()
+    assert_tool_error(body["result"], "approval_required")
+    world.alice.refresh_from_db()
+    assert world.alice.arkme_id_changeable

@@ -27,6 +27,7 @@ from django.db import connection
 from django.utils import timezone
 
 from arkme.kernel.ids import token_digest
+from arkme.kernel.outages import DATABASE_ERRORS
 
 from ..models import PendingQuestion
 
@@ -171,5 +172,7 @@ class _DatabaseWait:
     def close(self) -> None:
         try:
             PendingQuestion.objects.filter(token_hash=self._hash).delete()
+        except DATABASE_ERRORS as exc:  # the row expires, and the next question removes it
+            logger.warning("an MCP question was not removed from the database: %s", type(exc).__name__)
         finally:
             connection.close()

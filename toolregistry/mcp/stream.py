@@ -24,7 +24,7 @@ import contextvars
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from django.conf import settings
@@ -114,35 +114,63 @@ def streamed_call(request: HttpRequest, exchange: Exchange, asker: StreamAsker,
 
 
 def _events(context: contextvars.Context, exchange: Exchange, asker: StreamAsker, run: Callable[[], HttpResponse],
-            question_id: str, version: str, deadline: float) -> Iterator[bytes]:
-    for _ in range(MAX_QUESTIONS):
-        wait = context.run(answer_wait, question_id)
-        try:
-            question = asker.pending
-            assert question is not None  # noqa: S101 - streamed_call is called with a pending question
-            params: dict[str, Any] = {"message": question.text, "requestedSchema": question.schema}
-            if version != "2025-06-18":
-                params = {"mode": "form", **params}  # form mode is named from 2025-11-25 on
-            connections.close_all()  # nothing held while the question is out
-            yield _event({"jsonrpc": "2.0", "id": question_id, "method": "elicitation/create", "params": params})
-            answer = None
-            while answer is None and (left := deadline - time.monotonic()) > 0:
-                answer = context.run(wait.next, min(settings.ARKME_MCP_HEARTBEAT_SECONDS, left))
-                if answer is None:
-                    if context.run(caller_gone):
-                        return
-                    yield b": waiting for the answer\n\n"
-        finally:
-            context.run(wait.close)
+            question_id: str | None, version: str, deadline: float) -> Iterator[bytes]:
+    for asked in range(1, MAX_QUESTIONS + 1):
+        answer = yield from _question(context, asker, question_id, version, deadline)
+        if answer is _GONE:
+            return  # the client left: nothing more runs
         asker.heard(answer)
         exchange.refusal = None
         response = context.run(_run_again, run)
         if asker.pending is None:
             yield b"event: message\ndata: " + response.content + b"\n\n"
             return
-        question_id = context.run(question_opened, _asked(exchange),
-                                  ttl_seconds=max(1.0, deadline - time.monotonic()))
-    logger.warning("an MCP call asked more than %d questions; the stream ends without a result", MAX_QUESTIONS)
+        question_id = None
+        if asked < MAX_QUESTIONS:
+            try:
+                question_id = context.run(question_opened, _asked(exchange),
+                                          ttl_seconds=max(1.0, deadline - time.monotonic()))
+            except _STORE_ERRORS as exc:
+                logger.warning("an MCP question could not be asked: %s", type(exc).__name__)
+        if question_id is None:
+            # Asked too often (the card kept changing), or nowhere to hear from: the call ends
+            # as though the question went unanswered.
+            asker.heard(None)
+            response = context.run(_run_again, run)
+            yield b"event: message\ndata: " + response.content + b"\n\n"
+            return
+
+
+_GONE: dict[str, Any] = {}
+
+
+def _question(context: contextvars.Context, asker: StreamAsker, question_id: str | None, version: str,
+              deadline: float) -> Generator[bytes, None, dict[str, Any] | None]:
+    """Send the pending question and wait for its answer: the answer, None when none came in
+    time, ``_GONE`` when the client left."""
+    question = asker.pending
+    assert question is not None and question_id is not None  # noqa: S101 - only a question opened is sent
+    wait = context.run(answer_wait, question_id)
+    try:
+        params: dict[str, Any] = {"message": question.text, "requestedSchema": question.schema}
+        if version != "2025-06-18":
+            params = {"mode": "form", **params}  # form mode is named from 2025-11-25 on
+        connections.close_all()  # nothing held while the question is out
+        yield _event({"jsonrpc": "2.0", "id": question_id, "method": "elicitation/create", "params": params})
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                answer = context.run(wait.next, min(settings.ARKME_MCP_HEARTBEAT_SECONDS, left))
+            except _STORE_ERRORS as exc:
+                logger.warning("an MCP answer could not be heard: %s", type(exc).__name__)
+                return {"error": True}
+            if answer is not None:
+                return answer
+            if context.run(caller_gone):
+                return _GONE
+            yield b": waiting for the answer\n\n"
+        return None
+    finally:
+        context.run(wait.close)
 
 
 def _run_again(run: Callable[[], HttpResponse]) -> HttpResponse:
