@@ -167,6 +167,11 @@ ARKME_GALLERY_CAPACITY = env_int("ARKME_GALLERY_CAPACITY", 20)
 ARKME_PENDING_TTL_SECONDS = env_int("ARKME_PENDING_TTL_SECONDS", 900)
 # Not in the DSH contract; operators may tune them.
 ARKME_APPROVAL_TTL_SECONDS = env_int("ARKME_APPROVAL_TTL_SECONDS", 600)
+# A 2025-era MCP call waiting on its SSE stream for the human's answer: how long at most (never
+# longer than an approval lives), and how often a comment line goes out meanwhile, which is how
+# a client that went away is noticed.
+ARKME_MCP_ANSWER_WAIT_SECONDS = min(env_int("ARKME_MCP_ANSWER_WAIT_SECONDS", 300), ARKME_APPROVAL_TTL_SECONDS)
+ARKME_MCP_HEARTBEAT_SECONDS = env_int("ARKME_MCP_HEARTBEAT_SECONDS", 10)
 ARKME_SESSION_IDLE_SECONDS = env_int("ARKME_SESSION_IDLE_SECONDS", 86400)
 ARKME_ATTACHMENT_MAX_BYTES = env_int("ARKME_ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024)
 ARKME_MESSAGE_MAX_ATTACHMENTS = env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)

@@ -181,3 +181,18 @@ class ToolCallHour(models.Model):
         constraints = [models.UniqueConstraint(fields=["hour", "tool_name", "outcome", "surface"],
                                                name="tool_call_hour_once")]
         indexes = [models.Index(fields=["hour"])]
+
+
+class PendingQuestion(models.Model):
+    """A question asked of a 2025-era MCP client on its call's SSE stream, waiting for the
+    client's answer, which may reach any web process. The database's channel for the answer
+    when the broker is not Redis (``toolregistry.mcp.answers``): the answer is written here once
+    and read by the waiting process; with Redis the row is not used. ``token_hash``: the digest
+    of the elicitation id the client answers under (never the id itself)."""
+
+    token_hash = models.CharField(max_length=64, primary_key=True)
+    client = models.ForeignKey("conversations.DshClient", on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey("conversations.AgentSession", on_delete=models.CASCADE, related_name="+")
+    expires_at = models.DateTimeField(db_index=True)
+    answer = models.JSONField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)

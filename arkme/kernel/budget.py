@@ -8,8 +8,10 @@ it, or cuts it short, once its caller has stopped waiting.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import time
+from collections.abc import Iterator
 from typing import Callable
 
 from django.conf import settings
@@ -34,3 +36,14 @@ class RequestBudgetMiddleware:
             return self.get_response(request)
         finally:
             _deadline.reset(token)
+
+
+@contextlib.contextmanager
+def budget_renewed() -> Iterator[None]:
+    """A whole budget again for the block: the work a streaming response does after a wait of
+    its own that is bounded otherwise (an MCP call that waited for its human's answer)."""
+    token = _deadline.set(time.monotonic() + settings.ARKME_REQUEST_BUDGET_SECONDS)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)

@@ -140,3 +140,51 @@ def refused_alike(outcomes: dict[str, Outcome], code: str | Collection[str] = AN
     assert rest.error is not None
     assert rest.error["code"] == code if isinstance(code, str) else rest.error["code"] in code, outcomes
     return rest.error
+
+
+class SseCall:
+    """A 2025-era ``tools/call`` over real HTTP whose answer is read as an SSE stream, one event
+    at a time, as an SDK reads it; ``answer`` POSTs the client's JSON-RPC response to a
+    question, as the SDK does after its callback."""
+
+    def __init__(self, url: str, key: str, name: str, arguments: dict, *, version: str = LEGACY) -> None:
+        import httpx
+
+        self.url, self.version = url, version
+        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": version}
+        self._client = httpx.Client(timeout=60)
+        body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call",
+                "params": {"name": name, "arguments": arguments}}
+        self._response = self._client.send(self._client.build_request("POST", url, json=body, headers=self.headers),
+                                           stream=True)
+        self._lines = self._response.iter_lines()
+
+    @property
+    def content_type(self) -> str:
+        return self._response.headers.get("Content-Type", "")
+
+    def body(self) -> dict:
+        """The whole answer as one JSON document (a call that asked nothing)."""
+        return json.loads(self._response.read())
+
+    def event(self) -> dict | None:
+        """The next event's message (comment lines skipped), None when the stream ended."""
+        data: list[str] = []
+        for line in self._lines:
+            if line.startswith("data:"):
+                data.append(line[5:].strip())
+            elif not line and data:
+                return json.loads("\n".join(data))
+        return None
+
+    def answer(self, url: str, question: dict, result: dict):
+        """POST the answer to ``question`` (to ``url``: this endpoint, maybe on another node)."""
+        import httpx
+
+        return httpx.post(url, json={"jsonrpc": "2.0", "id": question["id"], "result": result},
+                          headers=self.headers, timeout=30)
+
+    def close(self) -> None:
+        self._response.close()
+        self._client.close()

@@ -80,3 +80,26 @@ def test_the_official_typescript_sdk(node, endpoint):
         "display_name": "Alice", "arkme_id": "alice_ts", "arkme_id_changeable": False}}}
     assert_tool_error(seen["refused"], ("approval_required", "arkme_id_already_changed"))
     assert ToolCall.objects.filter(surface="mcp", tool_name="arkme_id_change", outcome="ok").count() == 1
+
+
+@pytest.mark.parametrize("approve", [True, False])
+def test_the_typescript_sdk_answers_an_elicitation_over_sse(node, endpoint, world, approve):
+    """The 2025 TypeScript client, called without an approval, is asked on the call's SSE
+    stream; its handler's answer runs the call once, or declines it and nothing is written."""
+    dsh, key, session, url = endpoint
+    script = NODE_DIR / "ts_elicit.mjs"
+    shutil.copyfile(HERE / "ts_elicit.mjs", script)
+    run = subprocess.run([str(node), str(script), url, key, "true" if approve else "false"],
+                         cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-4000:]
+    seen = json.loads(run.stdout)
+    assert seen["protocolVersion"] == "2025-11-25"
+    [asked] = seen["asked"]
+    assert "alice_ts_sse" in asked["message"] and list(asked["schema"]["properties"]) == ["approve"]
+    world.alice.refresh_from_db()
+    if approve:
+        assert seen["change"]["isError"] is False and world.alice.arkme_id == "alice_ts_sse"
+        assert ToolCall.objects.filter(surface="mcp", tool_name="arkme_id_change", outcome="ok").count() == 1
+    else:
+        assert_tool_error(seen["change"], "approval_declined")
+        assert world.alice.arkme_id != "alice_ts_sse" and world.alice.arkme_id_changeable

@@ -43,6 +43,10 @@ CONTRACT_ADDITIONS = [
     "below and in README 'The MCP surface'); its outputSchema for a tool is ToolResult_<name> or "
     "the error envelope.",
     "approval_declined (403): over MCP, the human declined the approval elicitation; nothing ran.",
+    "Over MCP 2025-11-25 and 2025-06-18, a tools/call that needs the human, from a client that accepts "
+    "text/event-stream, is answered as an SSE stream with one elicitation/create request and then the "
+    "call's result; the client's JSON-RPC response POSTed to the endpoint is 202, or 400 when no question "
+    "of this client in this session waits for it.",
     "The audit records the surface (rest or mcp) of every tool call.",
     "A JSON body is JSON as RFC 8259 defines it: NaN, Infinity and numbers beyond a double's range "
     "are 400 malformed_request.",
@@ -218,6 +222,10 @@ def _mcp_path() -> dict[str, Any]:
     message = {"type": "object", "required": ["jsonrpc", "method"], "properties": {
         "jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]}, "method": {"type": "string"},
         "params": {"type": "object"}}}
+    # A 2025-era client's answer to a question the server asked on a call's stream.
+    answer = {"type": "object", "required": ["jsonrpc", "id"], "properties": {
+        "jsonrpc": {"const": "2.0"}, "id": {"type": "string"}, "result": {"type": "object"},
+        "error": {"type": "object"}}}
     envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
     rpc_error = {"type": "object", "required": ["jsonrpc", "error"], "properties": {
         "jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer", "null"]},
@@ -230,7 +238,11 @@ def _mcp_path() -> dict[str, Any]:
             "Methods: server/discover (2026-07-28), initialize and ping (2025-11-25, 2025-06-18, served "
             "statelessly), tools/list (the session view's tools with title, outputSchema and annotations) "
             "and tools/call (the same pipeline as execute). Pre-execute approvals are form elicitations on "
-            "2026-07-28 and `_meta[\"io.arkme/approval\"]` (from pre-execute) before it. An "
+            "2026-07-28. On 2025-11-25 and 2025-06-18 they come from `_meta[\"io.arkme/approval\"]` (from "
+            "pre-execute), or, for a client that accepts text/event-stream, the server asks itself: the "
+            "tools/call is answered as an SSE stream carrying one elicitation/create request (the approval "
+            "card, or the question before a gallery add's confirm), and ends with the call's result once the "
+            "client POSTed its JSON-RPC response here (202; 400 when no question waits for it). An "
             "`Idempotency-Key` header applies to a tools/call. GET and DELETE are 405; a foreign Origin is 403."
         ),
         "tags": ["mcp"],
@@ -239,12 +251,15 @@ def _mcp_path() -> dict[str, Any]:
             {"name": "MCP-Protocol-Version", "in": "header", "required": False, "schema": {"type": "string"}},
             {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
         ],
-        "requestBody": {"required": True, "content": {"application/json": {"schema": message}}},
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {"oneOf": [
+            message, answer]}}}},
         "responses": {
             "200": {"description": "A JSON-RPC response (a result or a JSON-RPC error).",
-                    "content": {"application/json": {"schema": {"type": "object"}}}},
-            "202": {"description": "A notification, accepted."},
-            "400": {"description": "A malformed message or missing 2026-07-28 headers (a JSON-RPC error)."},
+                    "content": {"application/json": {"schema": {"type": "object"}},
+                                "text/event-stream": {"schema": {"type": "string"}}}},
+            "202": {"description": "A notification, or the answer to a question asked on a call's stream, accepted."},
+            "400": {"description": "A malformed message, missing 2026-07-28 headers, or an answer no question "
+                                   "waits for (a JSON-RPC error)."},
             "401": {"description": "Missing or invalid client key.",
                     "content": {"application/json": {"schema": envelope}}},
             "403": {"description": "An Origin that is not an allowed host."},

@@ -10,5 +10,7 @@ synchronous Django view, so it runs in the same gunicorn workers as the REST API
   transport's answers the library does not give as this server serves them;
 - ``server``: one django-mcpz server per compiled toolset, its tools translating an MCP call
   into the pipeline's ``ToolCall`` and its ``CallResult`` back;
-- ``asking``: the questions of ``toolregistry.questions`` asked as form elicitations.
+- ``asking``: the questions of ``toolregistry.questions`` asked as form elicitations;
+- ``stream``: a 2025-era call that asks, answered as an SSE stream, and ``answers``: how the
+  client's answer, POSTed to any web process, reaches the one that asked (Redis or the database).
 """

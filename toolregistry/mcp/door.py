@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django_mcpz.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from django_mcpz.legacy import LEGACY_PROTOCOL_VERSIONS
@@ -35,8 +36,10 @@ from arkme.kernel.tracing import span as traced_span
 from ..api.parsers import loads_strict
 from ..registrar import Toolset
 from ..toolsets import session_toolset
+from .asking import StreamAsker
 from .exchange import EARLIER_VERSIONS, ID_REQUIRED_VERSIONS, SUPPORTED_VERSIONS, Exchange, serving
-from .server import server_for
+from .server import APPROVAL_META, server_for
+from .stream import accepts_stream, answer_message, answer_received, streamed_call
 
 SESSION_NOT_FOUND = "Session not found"
 
@@ -160,7 +163,7 @@ def _read(request: HttpRequest) -> object | HttpResponse:
 
 
 @csrf_exempt
-def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
+def session_mcp(request: HttpRequest, session: str) -> HttpResponseBase:
     """``POST /dsh/v1/sessions/{s}/mcp``: the session's MCP server (Streamable HTTP, JSON)."""
     if request.method != "POST":
         # The 2026-07-28 transport has no GET stream and no DELETE: the API's 405 envelope.
@@ -185,12 +188,25 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponse:
         return rpc_error(request, _request_id(message), UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                          status=HTTPStatus.BAD_REQUEST,
                          data={"supported": list(SUPPORTED_VERSIONS), "requested": version})
-    toolset = session_toolset(agent_session)
     exchange = Exchange(client=client, session=agent_session, meta=_meta(message))
+    if isinstance(message, dict) and answer_message(message):
+        # A 2025-era client's answer to a question asked on a call's stream (stream.py).
+        if answer_received(exchange, message):
+            return HttpResponse(status=HTTPStatus.ACCEPTED)
+        return rpc_error(request, None, INVALID_REQUEST, "No question is waiting for this answer.",
+                         status=HTTPStatus.BAD_REQUEST)
+    if version in EARLIER_VERSIONS and APPROVAL_META not in exchange.meta and accepts_stream(request):
+        # Questions are asked on the call's stream; an approval the host brought asks nothing.
+        exchange.stream = StreamAsker()
+    toolset = session_toolset(agent_session)
     request.user = _principal(client.pk, agent_session.public_id)  # type: ignore[assignment]
+    server = server_for(toolset)
     with serving(exchange), _server_span(request, message, toolset) as span:
-        answer = _unknown_id_left_out(request, server_for(toolset)(request))
+        answer = _unknown_id_left_out(request, server(request))
         _record_outcome(span, exchange, answer)
+        if exchange.stream is not None and exchange.stream.pending is not None:
+            return streamed_call(request, exchange, exchange.stream,
+                                 lambda: _unknown_id_left_out(request, server(request)))
     if isinstance(message, dict) and message.get("method") == "initialize":
         answer = _initialized(answer)
     return answer

@@ -13,6 +13,8 @@ from typing import Any
 
 from arkme.conversations.models import AgentSession, DshClient
 
+from .asking import StreamAsker
+
 # The versions served: 2026-07-28 and the 2025 revisions served statelessly. 2025-03-26 is not
 # offered: its JSON-RPC batches are not served (the library refuses them).
 PROTOCOL_VERSION = "2026-07-28"
@@ -31,6 +33,8 @@ class Exchange:
     session: AgentSession
     meta: Mapping[str, Any]
     refusal: dict[str, Any] | None = field(default=None)
+    # A 2025-era ``tools/call`` whose client accepts an SSE stream: how its questions are asked.
+    stream: StreamAsker | None = field(default=None)
 
 
 _exchange: ContextVar[Exchange] = ContextVar("arkme_mcp_exchange")

@@ -24,7 +24,7 @@ from ..execution import CallResult, tool_execute, tool_replay
 from ..models import Surface
 from ..questions import approval_by_question, confirmation_by_question
 from ..registrar import CompiledTool, Toolset
-from .asking import ElicitationAsker
+from .asking import ElicitationAsker, StreamAsker
 from .exchange import SUPPORTED_VERSIONS, Exchange, current_exchange
 
 logger = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ def _call(request: HttpRequest, exchange: Exchange, call: Call) -> CallResult:
     replayed = tool_replay(call)
     if replayed is not None:
         return replayed
-    asker = ElicitationAsker(request)
+    asker: ElicitationAsker | StreamAsker = exchange.stream or ElicitationAsker(request)
     if call.needs_approval:
         call.approval = (approval_by_question(call, asker) if asker.available
                          else exchange.meta.get(APPROVAL_META))
