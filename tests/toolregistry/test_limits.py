@@ -234,3 +234,62 @@ def test_a_counter_names_no_secret(dsh, session, limited):
     dsh.execute(session, "arkme_context", {})
     [window] = RateWindow.objects.all()
     assert window.key == f"arkme_context:60:client:{dsh.client.pk}" and dsh.key not in window.key
+
+
+@pytest.fixture
+def redis_store(settings):
+    """The counters in this run's Redis database, emptied of them; a day's windows, begun at
+    least a minute before the day ends (Redis's clock cannot be moved)."""
+    import time
+
+    import redis
+
+    from tests.support.live import listening
+    from tests.support.services import require_service
+    from tests.support.stack import redis_db
+
+    require_service("Redis", listening(6379), "redis-server on 127.0.0.1:6379")
+    url = f"redis://127.0.0.1:6379/{redis_db()}"
+    client = redis.Redis.from_url(url)
+    left = 86400 - client.time()[0] % 86400
+    if left < 60:
+        time.sleep(left + 1)
+    for key in client.scan_iter("arkme:limits:*"):
+        client.delete(key)
+    settings.ARKME_RATE_LIMIT_REDIS_URL = url
+    yield client
+    for key in client.scan_iter("arkme:limits:*"):
+        client.delete(key)
+
+
+def test_redis_counts_in_hashes_that_expire_with_their_window(dsh, session, settings, redis_store):
+    from config.environment import parse_rate_limits
+
+    settings.ARKME_RATE_LIMITS = parse_rate_limits("arkme_context=2/day/account")
+    assert [dsh.execute(session, "arkme_context", {}).status_code for _ in range(2)] == [200, 200]
+    refused = dsh.execute(session, "arkme_context", {})
+    error = assert_error(refused, 429, "throttled")
+    [key] = [key.decode() for key in redis_store.scan_iter("arkme:limits:*")]
+    account = dsh.client.sessions.get(public_id=session).account_id
+    assert key == f"arkme:limits:arkme_context:86400:account:{account}"
+    assert redis_store.hget(key, "n") == b"2"  # the refused call was not counted
+    ttl = redis_store.pttl(key) / 1000
+    assert 0 < ttl <= 86400 and abs(ttl - error["details"]["retry_after_seconds"]) <= 2
+    assert not RateWindow.objects.exists()
+
+
+def test_redis_mcp_peeks_without_counting_and_refuses_before_asking(gs, settings, redis_store):
+    from config.environment import parse_rate_limits
+
+    settings.ARKME_RATE_LIMITS = parse_rate_limits("arkme_id_change=1/day/account")
+    client, asked = Mcp(gs.dsh, gs.session), []
+
+    def human(params):
+        asked.append(params)
+        return accept(approve=True)(params)
+
+    assert client.call_answering("arkme_id_change", {"arkme_id": "alice_one"}, human)["isError"] is False
+    [key] = list(redis_store.scan_iter("arkme:limits:*"))
+    assert redis_store.hget(key, "n") == b"1" and len(asked) == 1  # asked once, counted once
+    assert_tool_error(client.call_answering("arkme_id_change", {"arkme_id": "alice_two"}, human), "throttled")
+    assert len(asked) == 1 and redis_store.hget(key, "n") == b"1"
