@@ -117,6 +117,11 @@ def limits_configured() -> list[Limit]:
     return [Limit(*rule) for rule in settings.ARKME_RATE_LIMITS]
 
 
+def limits_store() -> str:
+    """Where the counters are kept, in words."""
+    return "Redis" if settings.ARKME_RATE_LIMIT_REDIS_URL else "the database"
+
+
 def limits_validate(rules: Sequence[tuple[str, int, int, str]]) -> None:
     """Refuse, at start-up, a limit that names a tool the catalog does not have."""
     names = {module.METADATA.name for module in CATALOG.modules}
