@@ -293,3 +293,17 @@ def test_redis_mcp_peeks_without_counting_and_refuses_before_asking(gs, settings
     assert redis_store.hget(key, "n") == b"1" and len(asked) == 1  # asked once, counted once
     assert_tool_error(client.call_answering("arkme_id_change", {"arkme_id": "alice_two"}, human), "throttled")
     assert len(asked) == 1 and redis_store.hget(key, "n") == b"1"
+
+
+def test_redis_counts_a_call_in_every_rule_or_in_none(dsh, world, settings, redis_store):
+    from config.environment import parse_rate_limits
+
+    settings.ARKME_RATE_LIMITS = parse_rate_limits("arkme_context=1/day/session,arkme_context=3/day/account")
+    first, second = (dsh.open_session(world.alice)["session"] for _ in range(2))
+    assert dsh.execute(first, "arkme_context", {}).status_code == 200
+    for _ in range(3):  # the session's rule refuses; the account's counts none of these
+        assert_error(dsh.execute(first, "arkme_context", {}), 429, "throttled")
+    account = f"arkme:limits:arkme_context:86400:account:{world.alice.pk}"
+    assert redis_store.hget(account, "n") == b"1"
+    assert dsh.execute(second, "arkme_context", {}).status_code == 200
+    assert redis_store.hget(account, "n") == b"2"
