@@ -86,12 +86,13 @@ class LimiterUnavailable(Exception):
 
 # --- Which limits apply ------------------------------------------------------------------
 
-_index: tuple[object, dict[str, tuple[Limit, ...]], tuple[Limit, ...]] | None = None
+Rules = Sequence[tuple[str, int, int, str]]  # the setting: (tool, calls, period, scope)
+_index: tuple[Rules, dict[str, tuple[Limit, ...]], tuple[Limit, ...]] | None = None
 
 
-def _limits(rules: object) -> tuple[dict[str, tuple[Limit, ...]], tuple[Limit, ...]]:
+def _limits(rules: Rules) -> tuple[dict[str, tuple[Limit, ...]], tuple[Limit, ...]]:
     """The limits per tool name (its own and the ``*`` ones), and the ``*`` ones alone."""
-    limits = tuple(Limit(*rule) for rule in rules)  # type: ignore[attr-defined]
+    limits = tuple(Limit(*rule) for rule in rules)
     every = tuple(limit for limit in limits if limit.tool == ANY_TOOL)
     by_tool: dict[str, tuple[Limit, ...]] = {}
     for limit in limits:
@@ -122,7 +123,7 @@ def limits_store() -> str:
     return "Redis" if settings.ARKME_RATE_LIMIT_REDIS_URL else "the database"
 
 
-def limits_validate(rules: Sequence[tuple[str, int, int, str]]) -> None:
+def limits_validate(rules: Rules) -> None:
     """Refuse, at start-up, a limit that names a tool the catalog does not have."""
     names = {module.METADATA.name for module in CATALOG.modules}
     unknown = sorted({rule[0] for rule in rules if rule[0] != ANY_TOOL and rule[0] not in names})
