@@ -12,7 +12,7 @@ outcome; every HTTP answer of this node, tool call or not, is counted by status 
 """
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
@@ -25,12 +25,14 @@ from galleries.selectors import galleries_near_capacity, pending_operations_by_a
 from groups.selectors import invitations_outlook
 from toolregistry.approvals import approvals_funnel
 from toolregistry.audit import INTERRUPTED
+from toolregistry.limits import limits_configured, limits_store
 from toolregistry.rollups import HourPoint, calls_by_tool, tool_call_series
 
 from . import charts
 
 HOURS = 24
 DECLINED = "approval_declined"
+THROTTLED = str(ErrorCode.THROTTLED)
 # The outcomes of a tool call answered 5xx (or never answered: interrupted); every other error
 # outcome is a refusal (4xx).
 SERVER_ERRORS = frozenset({ErrorCode.INTERNAL_ERROR, ErrorCode.DEPENDENCY_UNAVAILABLE, ErrorCode.DATABASE_UNAVAILABLE,
@@ -44,6 +46,11 @@ def _server_errors(point: HourPoint) -> int:
 
 def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f} %" if whole else "—"
+
+
+def _throttled_by_tool(now: datetime) -> list[tuple[str, int]]:
+    throttled = calls_by_tool(hours=HOURS, now=now, outcome=THROTTLED)
+    return sorted(((tool, counts["calls"]) for tool, counts in throttled.items()), key=lambda row: -row[1])
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -66,6 +73,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "refusal_rate": _percent(errors - server_errors, calls),
         "http_5xx": answered.get("5xx", 0),
         "http_4xx": answered.get("4xx", 0),
+        "limits": [f"{limit.tool}: {limit.describe()}" for limit in limits_configured()],
+        "limits_store": limits_store(),
         "charts": [
             ("Tool calls per hour, by outcome",
              charts.stacked_bars("Tool calls per hour by outcome",
@@ -89,6 +98,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             ("Approvals funnel, last 24 hours",
              charts.horizontal_bars("Approvals funnel", approvals_funnel(since=now - timedelta(hours=HOURS),
                                                                          declined=declined))),
+            ("Throttled calls by tool (429: past a limit), last 24 hours",
+             charts.horizontal_bars("Throttled calls by tool", _throttled_by_tool(now))),
             ("Pending gallery adds, by how long they have waited",
              charts.horizontal_bars("Pending operations by age", pending_operations_by_age(now))),
             ("Galleries near capacity", charts.horizontal_bars("Galleries near capacity", galleries_near_capacity())),

@@ -3,6 +3,7 @@ variable that is set but not of its kind stops start-up with a message naming it
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -118,3 +119,55 @@ def databases(var_dir: Path) -> dict[str, dict[str, Any]]:
             # it out: after a restart of PostgreSQL no request gets one of the dead connections.
             default.update({"CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": True})
     return {"default": default}
+
+
+# ``ARKME_RATE_LIMITS``: what each limit's period is in seconds, and whose calls it counts.
+RATE_PERIODS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+RATE_SCOPES = ("client", "account", "session")
+_RATE_TOOL = re.compile(r"^(\*|[a-z][a-z0-9_]{0,63})$")
+# Unset: the invitation tool and the other writes are limited per account, reads are not. A
+# person approves each of these calls, so a normal session stays far below them; a host or a
+# leaked key that loops does not.
+DEFAULT_RATE_LIMITS = (
+    "arkme_group_member_add=30/minute/account,arkme_group_member_add=300/hour/account,"
+    "arkme_id_change=120/minute/account,arkme_extension_preview_add=120/minute/account,"
+    "arkme_extension_preview_delete=120/minute/account,arkme_extension_preview_reorder=120/minute/account"
+)
+RATE_LIMITS_OFF = frozenset({"", "off"})
+
+
+def parse_rate_limits(text: str) -> tuple[tuple[str, int, int, str], ...]:
+    """Rules ``TOOL=N/PERIOD/SCOPE`` separated by commas, as ``(tool, n, period_seconds,
+    scope)``; ``""`` or ``off``: none. Raises ``ValueError`` naming the rule it cannot read.
+    Whether a tool is in the catalog is checked when the registry starts (the settings cannot
+    import it)."""
+    if text.strip().lower() in RATE_LIMITS_OFF:
+        return ()
+    rules: list[tuple[str, int, int, str]] = []
+    for raw in text.split(","):
+        rule = raw.strip()
+        tool, equals, limit = rule.partition("=")
+        parts = limit.strip().split("/")
+        if not equals or len(parts) != 3 or not _RATE_TOOL.match(tool.strip()):
+            raise ValueError(f"{rule!r} is not TOOL=N/PERIOD/SCOPE")
+        count, period, scope = (part.strip() for part in parts)
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(f"{rule!r}: N must be a whole number of at least 1")
+        if period not in RATE_PERIODS:
+            raise ValueError(f"{rule!r}: PERIOD must be one of {', '.join(RATE_PERIODS)}")
+        if scope not in RATE_SCOPES:
+            raise ValueError(f"{rule!r}: SCOPE must be one of {', '.join(RATE_SCOPES)}")
+        parsed = (tool.strip(), int(count), RATE_PERIODS[period], scope)
+        if any((other[0], other[2], other[3]) == (parsed[0], parsed[2], parsed[3]) for other in rules):
+            raise ValueError(f"{rule!r}: this tool already has a limit for this period and scope")
+        rules.append(parsed)
+    return tuple(rules)
+
+
+def rate_limits() -> tuple[tuple[str, int, int, str], ...]:
+    """``ARKME_RATE_LIMITS``: unset, the defaults; set empty or ``off``, no limits."""
+    raw = os.environ.get("ARKME_RATE_LIMITS")
+    try:
+        return parse_rate_limits(DEFAULT_RATE_LIMITS if raw is None else raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"ARKME_RATE_LIMITS: {exc}") from exc

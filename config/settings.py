@@ -13,7 +13,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
-from .environment import databases, env_bool, env_int, env_path, env_seconds
+from .environment import databases, env_bool, env_int, env_path, env_seconds, rate_limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -247,6 +247,17 @@ CELERY_REDIS_SOCKET_TIMEOUT = 10
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
     "retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5},
 }
+# Limits on tool calls per DSH client, account or session, over every process and node
+# (toolregistry/limits.py; README, "Limits"): (tool or "*", calls, period in seconds, scope).
+ARKME_RATE_LIMITS = rate_limits()
+# Where the counters live: the broker's Redis when the broker is Redis, else the database.
+ARKME_RATE_LIMIT_REDIS_URL = (CELERY_BROKER_URL if CELERY_BROKER_URL is not None
+                              and CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else None)
+# Each call to that Redis gives up after this long (connect and answer), so a store that is
+# gone or hangs costs a call a fraction of a second: a write is then refused (503), a read runs.
+ARKME_RATE_LIMIT_TIMEOUT_SECONDS = env_seconds("ARKME_RATE_LIMIT_TIMEOUT_SECONDS", 0.5, maximum=5)
+if ARKME_RATE_LIMIT_TIMEOUT_SECONDS <= 0:
+    raise ImproperlyConfigured("ARKME_RATE_LIMIT_TIMEOUT_SECONDS must be more than 0")
 ARKME_TASK_WAIT_SECONDS = env_int("ARKME_TASK_WAIT_SECONDS", 20)
 # One request's total wait for tasks (renders, stores): below the web worker's timeout
 # (gunicorn.conf.py: 30 s), so a slow queue is a 503 in the contract's envelope, never a

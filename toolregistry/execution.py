@@ -1,4 +1,4 @@
-"""Running a tool call: visibility, arguments, idempotency, approval, execution and audit.
+"""Running a tool call: visibility, arguments, limits, idempotency, approval, execution and audit.
 
 Every function here reads one ``Call`` (``calls.py``), built once by the door."""
 from __future__ import annotations
@@ -20,12 +20,14 @@ from .approvals import SealedApproval, approval_consume, approval_issue, approva
 from .audit import OK, SERVER_ERROR, tool_call_begin, tool_call_end, tool_call_record
 from .calls import Call
 from .idempotency import CallResult, idempotency_claim, idempotency_complete, idempotency_release
+from .limits import call_limit
 from .metadata import ApprovalCard, Effect
 from .models import IdempotencyRecord, IdempotencyStatus
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CallResult", "approval_card", "tool_declined", "tool_execute", "tool_pre_execute", "tool_replay"]
+__all__ = ["CallResult", "approval_card", "tool_declined", "tool_execute", "tool_pre_execute", "tool_replay",
+           "tool_throttled"]
 
 
 def approval_card(call: Call) -> ApprovalCard:
@@ -107,6 +109,24 @@ def tool_replay(call: Call) -> CallResult | None:
     return tool_execute(call)
 
 
+def tool_throttled(call: Call) -> CallResult | None:
+    """The refusal of a call already past its limits, audited, before a door asks its human
+    anything about it (nobody should approve a call that cannot run); the call is not counted
+    here, only when it runs. None when it is within them, or when its arguments are refused,
+    which the pipeline answers as it always does."""
+    try:
+        call.arguments()
+    except ArkmeError:
+        return None
+    try:
+        call_limit(call, count=False)
+    except ArkmeError as error:
+        result = CallResult(error.http_status, error.as_envelope())
+        _audit(call, result, begun=None, replayed=False, seconds=0)
+        return result
+    return None
+
+
 def tool_execute(call: Call) -> CallResult:
     """Run a call, as the GenAI conventions' ``execute_tool`` span."""
     label = call.label
@@ -131,6 +151,9 @@ def _execute(call: Call) -> CallResult:
         try:
             tool = call.known
             call.arguments()
+            # Before the key is claimed and the approval used: a throttled call leaves both
+            # for its retry, and writes nothing but its audit row.
+            call_limit(call)
             if call.idempotency_key:
                 record, result = idempotency_claim(
                     client=call.client, session=call.session, key=call.idempotency_key,

@@ -196,3 +196,15 @@ class PendingQuestion(models.Model):
     expires_at = models.DateTimeField(db_index=True)
     answer = models.JSONField(null=True, blank=True)
     answered_at = models.DateTimeField(null=True, blank=True)
+
+
+class RateWindow(models.Model):
+    """One limit's counter for one client, account or session, in its current window: the
+    limiter's store when the broker is not Redis (``toolregistry.limits``). ``key`` names the
+    tool, the limit's period and scope and the scope's row id, never anything secret; a new
+    window overwrites the row, and rows whose window ended are pruned."""
+
+    key = models.CharField(max_length=160, unique=True)
+    window_start = models.BigIntegerField(help_text="The window's start, in seconds since the epoch.")
+    hits = models.PositiveIntegerField()
+    expires_at = models.DateTimeField(db_index=True)

@@ -122,12 +122,17 @@ def tool_call_series(*, hours: int = 24, now: datetime | None = None, tool: str 
     return series
 
 
-def calls_by_tool(*, hours: int = 24, now: datetime | None = None) -> dict[str, dict[str, int]]:
-    """Calls per tool over the last ``hours``: ``{tool: {"calls", "errors"}}``."""
+def calls_by_tool(*, hours: int = 24, now: datetime | None = None,
+                  outcome: str | None = None) -> dict[str, dict[str, int]]:
+    """Calls per tool over the last ``hours`` (those that ended with ``outcome`` only, when
+    given): ``{tool: {"calls", "errors"}}``."""
     now = now or timezone.now()
     first = _hour_of(now) - (hours - 1) * HOUR
     totals: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "errors": 0})
-    for row in ToolCallHour.objects.filter(hour__gte=first).values("tool_name", "calls", "errors"):
+    rows = ToolCallHour.objects.filter(hour__gte=first)
+    if outcome is not None:
+        rows = rows.filter(outcome=outcome)
+    for row in rows.values("tool_name", "calls", "errors"):
         totals[row["tool_name"]]["calls"] += row["calls"]
         totals[row["tool_name"]]["errors"] += row["errors"]
     return dict(totals)

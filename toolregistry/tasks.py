@@ -8,13 +8,16 @@ from arkme.conversations.sessions import sessions_purge
 
 from .audit import tool_calls_prune
 from .idempotency import idempotency_purge
+from .limits import rate_windows_purge
 from .rollups import tool_calls_roll_up
 
 
 @shared_task(name="toolregistry.tasks.purge_sessions")
 def purge_sessions() -> int:
-    """End idle sessions (and their attachments) and forget expired idempotency keys."""
+    """End idle sessions (and their attachments), forget expired idempotency keys and the call
+    limits' ended windows."""
     idempotency_purge()
+    rate_windows_purge()
     return sessions_purge()
 
 

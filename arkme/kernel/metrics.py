@@ -48,6 +48,12 @@ HTTP_REQUESTS = Counter("arkme_http_requests_total",
                         "(2xx, 3xx, 4xx, 5xx), 5xx from exceptions included.", ["method", "route", "status"])
 STORE_FAULTS = Counter("arkme_blob_store_faults_total", "Object store operations that failed, by operation.",
                        ["operation"])
+TOOL_CALLS_THROTTLED = Counter("arkme_tool_calls_throttled_total",
+                               "Tool calls refused past a limit (429 throttled), by tool and by the scope of the "
+                               "limit that refused them (client, account or session).", ["tool", "scope"])
+RATE_LIMITER_FAULTS = Counter("arkme_rate_limiter_faults_total",
+                              "Tool calls whose limits could not be counted (the limiter's store unreachable), by "
+                              "what happened to the call: refused (a write, 503) or allowed (a read).", ["call"])
 
 
 

@@ -18,6 +18,10 @@ confirmations have no convention yet, so they are span events of our own vocabul
 - ``arkme.confirmation.asked`` and ``arkme.confirmation.answered`` (the 确认 over MCP).
 
 Events never carry arguments, refs, tokens or ids.
+
+A caller's trace goes on here: a W3C ``traceparent`` (and ``tracestate``) on the HTTP request,
+or in an MCP request's ``params._meta``, makes the server span a child of the caller's span
+(``caller_context``). One that is missing or malformed is ignored, and the span starts a trace.
 """
 from __future__ import annotations
 
@@ -26,11 +30,17 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 tracer = trace.get_tracer("arkme")
 _NO_SPAN = nullcontext(trace.INVALID_SPAN)
 
 SERVICE_NAME = "arkme-tool-registry"
+_W3C = TraceContextTextMapPropagator()
+# A traceparent is 55 characters; a tracestate at most 32 members of a few hundred. Longer
+# values are not read at all.
+_TRACEPARENT_MAX, _TRACESTATE_MAX = 128, 4096
 
 
 def tracing_requested(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
@@ -63,15 +73,34 @@ def _sdk_provider_class() -> type:
     return TracerProvider
 
 
+def tracing_on() -> bool:
+    """Whether spans are recorded (a tracer provider is installed)."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def caller_context(traceparent: object, tracestate: object = None) -> Context | None:
+    """The caller's span as a parent, from W3C Trace Context values (a header's or an MCP
+    ``_meta``'s), or None when there is none or it is malformed: the span then starts a new
+    trace. Untrusted: the propagator reads only its own grammar."""
+    if not isinstance(traceparent, str) or len(traceparent) > _TRACEPARENT_MAX:
+        return None
+    carrier = {"traceparent": traceparent}
+    if isinstance(tracestate, str) and len(tracestate) <= _TRACESTATE_MAX:
+        carrier["tracestate"] = tracestate
+    context = _W3C.extract(carrier)
+    return context if trace.get_current_span(context).get_span_context().is_valid else None
+
+
 def span(name: str, attributes: dict[str, Any], kind: trace.SpanKind = trace.SpanKind.INTERNAL,
-         ) -> AbstractContextManager[trace.Span]:
+         parent: Context | None = None) -> AbstractContextManager[trace.Span]:
     """``tracer.start_as_current_span``, or the API's no-op span while no tracer provider is
     installed (the default; ``configure_tracing``, an SDK's auto-instrumentation or a test
     installs one). The no-op still attached itself to the context and detached again, about
-    5 µs a span, twice on every MCP call."""
+    5 µs a span, twice on every MCP call. ``parent``: the caller's context (``caller_context``);
+    by default the current span's."""
     if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         return _NO_SPAN
-    return tracer.start_as_current_span(name, kind=kind, attributes=attributes)
+    return tracer.start_as_current_span(name, context=parent, kind=kind, attributes=attributes)
 
 
 def event(name: str, **attributes: Any) -> None:

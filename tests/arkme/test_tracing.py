@@ -152,3 +152,59 @@ def test_with_a_provider_spans_are_recorded(spans):
         assert span.is_recording() and trace.get_current_span() is span
     (recorded,) = named(spans, "a span")
     assert recorded.kind is SpanKind.SERVER and recorded.attributes["gen_ai.tool.name"] == "x"
+
+
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"
+
+
+def rest_execute(exporter):
+    """The REST execute calls' server spans (the fixtures' own requests are spans too)."""
+    return [span for span in exporter.get_finished_spans() if span.kind == SpanKind.SERVER
+            and span.name.endswith("/execute")]
+
+
+def test_a_rest_call_continues_the_callers_trace(spans, dsh, session):
+    dsh.execute(session, "arkme_context", {}, HTTP_TRACEPARENT=TRACEPARENT, HTTP_TRACESTATE="dsh=t61rcWkgMzE")
+    [server] = rest_execute(spans)
+    [tool] = named(spans, "execute_tool arkme_context")
+    assert server.name == "POST /dsh/v1/sessions/<str:session>/tools/<str:name>/execute"
+    assert f"{server.context.trace_id:032x}" == CALLER_TRACE and f"{server.parent.span_id:016x}" == CALLER_SPAN
+    assert server.parent.is_remote and server.context.trace_state.get("dsh") == "t61rcWkgMzE"
+    assert tool.parent.span_id == server.context.span_id and tool.context.trace_id == server.context.trace_id
+    assert server.attributes["http.response.status_code"] == 200
+
+
+@pytest.mark.parametrize("traceparent", [
+    "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  # an invalid trace id
+    "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  # a forbidden version
+    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",  # no flags
+    "not a traceparent", "00-" + "a" * 500,
+])
+def test_a_malformed_traceparent_is_ignored_and_a_new_trace_begins(spans, dsh, session, traceparent):
+    assert dsh.execute(session, "arkme_context", {}, HTTP_TRACEPARENT=traceparent).status_code == 200
+    [server] = rest_execute(spans)
+    assert server.parent is None and f"{server.context.trace_id:032x}" != CALLER_TRACE
+
+
+def test_an_mcp_call_continues_the_trace_of_its_http_request(spans, dsh, session):
+    Mcp(dsh, session).call("arkme_context", {}, traceparent=TRACEPARENT)
+    [server] = named(spans, "tools/call arkme_context")
+    [tool] = named(spans, "execute_tool arkme_context")
+    assert f"{server.context.trace_id:032x}" == CALLER_TRACE and f"{server.parent.span_id:016x}" == CALLER_SPAN
+    assert tool.parent.span_id == server.context.span_id
+
+
+def test_an_mcp_call_continues_the_trace_in_its_meta_before_the_headers(spans, dsh, session):
+    meta_trace, meta_span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    Mcp(dsh, session).call("arkme_context", {}, meta={"traceparent": f"00-{meta_trace}-{meta_span}-01",
+                                                      "tracestate": "congo=t61rcWkgMzE"},
+                           traceparent=TRACEPARENT)
+    [server] = named(spans, "tools/call arkme_context")
+    assert f"{server.context.trace_id:032x}" == meta_trace and f"{server.parent.span_id:016x}" == meta_span
+    assert server.context.trace_state.get("congo") == "t61rcWkgMzE"
+    spans.clear()
+    Mcp(dsh, session).call("arkme_context", {}, meta={"traceparent": "00-bogus"})
+    [fresh] = named(spans, "tools/call arkme_context")
+    assert fresh.parent is None

@@ -25,13 +25,13 @@ def session(dsh, world):
     return AgentSession.objects.get(public_id=dsh.open_session(world.alice)["session"])
 
 
-def test_staff_see_nine_charts_with_data(staff, session, gs):
+def test_staff_see_ten_charts_with_data(staff, session, gs):
     audit(session, 50)
     gs.prepare(source="workspace", workspace_paths=gs.write_many(1))  # a pending add
     gs.dsh.pre_execute(gs.session, "arkme_id_change", {"arkme_id": "alice_dash"})  # an approval asked
     tool_calls_roll_up()
     page = staff.get("/admin/dashboard/").content.decode()
-    assert page.count('<svg class="arkme-chart"') == 9
+    assert page.count('<svg class="arkme-chart"') == 10
     assert "invalid_arguments" in page and "arkme_context" in page
     # 10 of the 50, and the prepare: refusals, not server errors.
     assert ("<strong>51</strong> tool calls, server errors (5xx) <strong>0.0 %</strong>,\n"
@@ -101,3 +101,21 @@ def test_server_errors_are_shown_apart_from_refusals(staff, session, rf):
     assert f"<strong>{before + 1}</strong> server errors (5xx)" in page
     assert re.search(r"<title>\d\d:00 server errors %: 5</title>", page)
     assert re.search(r"<title>5xx: \d+</title>", page)
+
+
+def test_throttled_calls_and_the_limits_in_force_are_shown(staff, dsh, world, settings, monkeypatch):
+    from config.environment import parse_rate_limits
+    from toolregistry import limits
+
+    monkeypatch.setattr(limits, "clock", lambda: 1_800_000_000.0)  # one window for the three calls
+
+    settings.ARKME_RATE_LIMITS = parse_rate_limits("arkme_context=1/day/session,*=600/minute/client")
+    settings.ARKME_RATE_LIMIT_REDIS_URL = None
+    session = dsh.open_session(world.alice)["session"]
+    statuses = [dsh.execute(session, "arkme_context", {}).status_code for _ in range(3)]
+    assert statuses == [200, 429, 429]
+    tool_calls_roll_up()
+    page = staff.get("/admin/dashboard/").content.decode()
+    assert "<title>arkme_context: 2</title>" in page.split("Throttled calls by tool")[-1]
+    assert "counted in the database" in page
+    assert "<strong>arkme_context: 1 a day per session</strong>; <strong>*: 600 a minute per client</strong>" in page

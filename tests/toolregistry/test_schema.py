@@ -103,3 +103,16 @@ def test_each_tool_has_an_execute_operation_of_its_own(db):
         assert set(own["responses"]) == set(generic["responses"])
         body = schema["components"]["schemas"][f"ExecuteRequest_{name}"]
         assert body["properties"]["arguments"] == {"$ref": f"#/components/schemas/ToolArguments_{name}"}
+
+
+def test_execute_documents_429_throttled_with_retry_after_and_trace_headers(db):
+    schema = APIClient().get("/dsh/v1/schema/?format=json").json()
+    for path in ("/dsh/v1/sessions/{session}/tools/{name}/execute",
+                 "/dsh/v1/sessions/{session}/tools/arkme_group_member_add/execute"):
+        operation = schema["paths"][path]["post"]
+        throttled = operation["responses"]["429"]
+        assert throttled["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorEnvelope")
+        assert throttled["headers"]["Retry-After"]["schema"]["type"] == "integer"
+        assert "retry_after_seconds" in throttled["description"]
+        assert {"traceparent", "tracestate"} <= {p["name"] for p in operation["parameters"] if p["in"] == "header"}
+    assert "throttled" in schema["components"]["schemas"]["ErrorCodeEnum"]["enum"]

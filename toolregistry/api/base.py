@@ -1,12 +1,17 @@
-"""The DSH API's view base: DRF's ``APIView``, with each call's objects freed when it ends."""
+"""The DSH API's view base: DRF's ``APIView``, with each call's objects freed when it ends, and
+its server span when traces are recorded."""
 from __future__ import annotations
 
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
+from opentelemetry.trace import SpanKind, StatusCode
 from rest_framework.request import Request
 from rest_framework.views import APIView
+
+from arkme.kernel.tracing import caller_context, tracing_on
+from arkme.kernel.tracing import span as traced_span
 
 
 class DshApiView(APIView):
@@ -41,7 +46,11 @@ class DshApiView(APIView):
         return HttpResponse(content, status=status, content_type=content_type)
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        response: HttpResponseBase = super().dispatch(request, *args, **kwargs)
+        response: HttpResponseBase
+        if tracing_on():
+            response = self._traced_dispatch(request, *args, **kwargs)
+        else:
+            response = super().dispatch(request, *args, **kwargs)
         if isinstance(response, SimpleTemplateResponse):
             response.render()
             response.renderer_context = None  # type: ignore[attr-defined]
@@ -50,3 +59,18 @@ class DshApiView(APIView):
             drf_request.parser_context = {}  # it named the request itself, and the view
         vars(self).clear()
         return response
+
+    def _traced_dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        """The call as HTTP's server span, ``{method} {route}``, continuing the caller's trace
+        when the request carries a W3C ``traceparent``."""
+        match = request.resolver_match
+        route = f"/{match.route}" if match is not None and match.route else ""
+        method = str(request.method)
+        attributes = {"http.request.method": method, "http.route": route, "url.scheme": request.scheme or "http"}
+        parent = caller_context(request.headers.get("traceparent"), request.headers.get("tracestate"))
+        with traced_span(f"{method} {route}".strip(), attributes, SpanKind.SERVER, parent) as span:
+            response: HttpResponseBase = super().dispatch(request, *args, **kwargs)
+            span.set_attribute("http.response.status_code", response.status_code)
+            if response.status_code >= 500:
+                span.set_status(StatusCode.ERROR, str(response.status_code))
+            return response

@@ -68,6 +68,13 @@ CONTRACT_ADDITIONS = [
     "A request body may come with Content-Length or in chunks (Transfer-Encoding: chunked) where "
     "the server decodes chunks, as gunicorn does in production (not Django's development server); "
     "the limits are the same.",
+    "Limits on tool calls (ARKME_RATE_LIMITS) are checked after the tool's visibility and arguments and "
+    "before an Idempotency-Key is claimed or an approval used: a throttled call (429, or over MCP the tool "
+    "error throttled with the same details) writes nothing but its audit row. Over MCP 2026-07-28 a call "
+    "already past its limits is refused before the human is asked to approve or confirm it. When the "
+    "limits' store cannot be reached, a write is 503 dependency_unavailable and a read runs.",
+    "A W3C traceparent (and tracestate) header on any DSH request, or in an MCP request's params._meta "
+    "(read first), continues the caller's trace; a malformed one is ignored.",
 ]
 
 _APPROVAL_TEXT = {
@@ -237,7 +244,8 @@ def _mcp_path() -> dict[str, Any]:
         "description": (
             "Methods: server/discover (2026-07-28), initialize and ping (2025-11-25, 2025-06-18, served "
             "statelessly), tools/list (the session view's tools with title, outputSchema and annotations) "
-            "and tools/call (the same pipeline as execute). Pre-execute approvals are form elicitations on "
+            "and tools/call (the same pipeline as execute; past a limit, the tool error `throttled` with "
+            "`details.retry_after_seconds`). Pre-execute approvals are form elicitations on "
             "2026-07-28. On 2025-11-25 and 2025-06-18 they come from `_meta[\"io.arkme/approval\"]` (from "
             "pre-execute), or, for a client that accepts text/event-stream, the server asks itself: the "
             "tools/call is answered as an SSE stream carrying one elicitation/create request (the approval "
@@ -250,6 +258,8 @@ def _mcp_path() -> dict[str, Any]:
             {"name": "session", "in": "path", "required": True, "schema": {"type": "string"}},
             {"name": "MCP-Protocol-Version", "in": "header", "required": False, "schema": {"type": "string"}},
             {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
+            {"name": "traceparent", "in": "header", "required": False, "schema": {"type": "string"},
+             "description": "W3C Trace Context; params._meta.traceparent, when present, is read instead."},
         ],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {"oneOf": [
             message, answer]}}}},

@@ -41,9 +41,25 @@ ERRORS = {
     409: OpenApiResponse(s.ErrorEnvelope, description="State conflict."),
     413: OpenApiResponse(s.ErrorEnvelope, description="Payload too large."),
     422: OpenApiResponse(s.ErrorEnvelope, description="Content rejected."),
-    429: OpenApiResponse(s.ErrorEnvelope, description="Past a limit of the caller's (`throttled`); retry after `Retry-After` seconds."),
+    429: OpenApiResponse(s.ErrorEnvelope, description="Past a limit on calls (`throttled`, ARKME_RATE_LIMITS): "
+                         "nothing was done; `details.retry_after_seconds` and the `Retry-After` header say when "
+                         "the call may run."),
     503: OpenApiResponse(s.ErrorEnvelope, description="A dependency is unavailable; safe to retry."),
 }
+
+
+# W3C Trace Context: a caller's span that the call's spans continue (README, "Traces").
+TRACE_HEADERS = [
+    OpenApiParameter("traceparent", str, OpenApiParameter.HEADER, required=False,
+                     description="W3C Trace Context: the call's spans become children of this span; a malformed "
+                                 "value is ignored."),
+    OpenApiParameter("tracestate", str, OpenApiParameter.HEADER, required=False,
+                     description="W3C Trace Context vendor state, kept with the caller's traceparent."),
+]
+RETRY_AFTER = OpenApiParameter(
+    "Retry-After", int, OpenApiParameter.HEADER, response=[429, 503],
+    description="Seconds until trying again is worth it: on a 429, when the limit lets the call run "
+                "(`details.retry_after_seconds`); on a 503, when the dependency may be back.")
 
 
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
@@ -284,7 +300,7 @@ class PreExecuteApi(DshApiView):
     session_bound = True
 
     @extend_schema(
-        operation_id="tool_pre_execute", request=s.ArgumentsRequest,
+        operation_id="tool_pre_execute", request=s.ArgumentsRequest, parameters=TRACE_HEADERS,
         responses={200: s.PreExecuteDecision, **errors(400, 404)},
         summary="The approval decision for a call: allow, ask or deny",
         description="Asks, before a call runs, whether the human must approve it. `allow`: run it. `ask` (tools "
@@ -310,7 +326,8 @@ class ExecuteApi(DshApiView):
     @extend_schema(
         operation_id="tool_execute", request=s.ExecuteRequest,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-                                     description="A repeat with the same arguments replays the first response.")],
+                                     description="A repeat with the same arguments replays the first response."),
+                    *TRACE_HEADERS, RETRY_AFTER],
         responses={200: s.ExecuteResult, **errors(400, 403, 404, 409, 413, 422, 429, 503)},
         summary="Run a tool call",
         description="Runs a call of a tool the session shows; the answer is `{\"result\": …}`, whose type is "
@@ -321,8 +338,10 @@ class ExecuteApi(DshApiView):
                     "object this account may not act on. 404: a "
                     "tool this session does not show, or an unknown session. 409: the state changed (a stale "
                     "revision, an ended operation, a reused Idempotency-Key). 413: too large. 422: content "
-                    "refused (an image's size, format or bytes). 429: past a limit; retry after Retry-After "
-                    "seconds. 503: a dependency is unavailable; safe to retry.",
+                    "refused (an image's size, format or bytes). 429 `throttled`: past a limit on calls per "
+                    "client, account or session; nothing was done (an approval stays unused, an "
+                    "Idempotency-Key unclaimed), retry after Retry-After seconds. 503: a dependency is "
+                    "unavailable (the limits' store, for a write); safe to retry.",
     )
     def post(self, request: Request, session: str, name: str) -> HttpResponse:
         agent_session = request_session(request)

@@ -23,6 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django_mcpz.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from django_mcpz.legacy import LEGACY_PROTOCOL_VERSIONS
 from django_mcpz.server import UNSUPPORTED_PROTOCOL_VERSION, host_allowed
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, StatusCode
 from rest_framework.exceptions import ParseError
 
@@ -31,6 +32,7 @@ from arkme.conversations.sessions import session_for_key
 from arkme.kernel.errors import ArkmeError, ErrorCode, NotAuthenticated, refusal_headers
 from arkme.kernel.ids import token_digest
 from arkme.kernel.text import size_text
+from arkme.kernel.tracing import caller_context, tracing_on
 from arkme.kernel.tracing import span as traced_span
 
 from ..api.parsers import loads_strict
@@ -245,8 +247,18 @@ def _server_span(request: HttpRequest, message: object, toolset: Toolset) -> Ite
         name = params.get("name") if isinstance(params, dict) else None
         tool = name if isinstance(name, str) and toolset.get(name) is not None else "unknown"
         attributes.update({"gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool"})
-    with traced_span(f"{method} {tool}" if tool else method, attributes, SpanKind.SERVER) as span:
+    parent = _caller(request, message) if tracing_on() else None
+    with traced_span(f"{method} {tool}" if tool else method, attributes, SpanKind.SERVER, parent) as span:
         yield span
+
+
+def _caller(request: HttpRequest, message: object) -> Context | None:
+    """The caller's trace: the request's ``params._meta.traceparent`` (MCP's own place for it,
+    per message), else the HTTP request's ``traceparent`` header; a malformed one is ignored."""
+    meta = _meta(message)
+    if isinstance(meta.get("traceparent"), str):
+        return caller_context(meta["traceparent"], meta.get("tracestate"))
+    return caller_context(request.headers.get("traceparent"), request.headers.get("tracestate"))
 
 
 def _record_outcome(span: Span | None, exchange: Exchange, response: HttpResponse) -> None:

@@ -20,7 +20,7 @@ from arkme.kernel.outages import DATABASE_ERRORS, outage_error, outage_summary
 
 from ..api.idempotency_key import idempotency_key_of
 from ..calls import Call
-from ..execution import CallResult, tool_execute, tool_replay
+from ..execution import CallResult, tool_execute, tool_replay, tool_throttled
 from ..models import Surface
 from ..questions import approval_by_question, confirmation_by_question
 from ..registrar import CompiledTool, Toolset
@@ -105,6 +105,10 @@ def _call(request: HttpRequest, exchange: Exchange, call: Call) -> CallResult:
     if replayed is not None:
         return replayed
     asker: ElicitationAsker | StreamAsker = exchange.stream or ElicitationAsker(request)
+    if asker.available and (call.needs_approval or call.known.definition.ask_human is not None):
+        throttled = tool_throttled(call)  # nobody is asked about a call that cannot run now
+        if throttled is not None:
+            return throttled
     if call.needs_approval:
         call.approval = (approval_by_question(call, asker) if asker.available
                          else exchange.meta.get(APPROVAL_META))

@@ -8,10 +8,12 @@ from django.core.management.base import BaseCommand, CommandParser
 from arkme.conversations.sessions import sessions_purge
 
 from ...idempotency import idempotency_purge
+from ...limits import rate_windows_purge
 
 
 class Command(BaseCommand):
-    help = "Purge idle agent sessions, their captured attachments and expired idempotency keys."
+    help = ("Purge idle agent sessions, their captured attachments, expired idempotency keys and the call "
+            "limits' ended windows.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
@@ -20,5 +22,6 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         keys = idempotency_purge()
         closed = sessions_purge()
+        windows = rate_windows_purge()
         self.stdout.write(f"Closed {closed} idle session(s); attachments of ended sessions removed; "
-                          f"{keys} expired idempotency key(s) forgotten.")
+                          f"{keys} expired idempotency key(s) forgotten; {windows} ended limit window(s) forgotten.")
