@@ -10,7 +10,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet, Value
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from arkme.accounts.models import AccountIdentity
@@ -131,7 +132,7 @@ def _consume(*, session: AgentSession, tool_name: str, digest: str, token: objec
         Q(page_handle_hash__isnull=True) | Q(approved_at__isnull=False),
         token_hash=token_hash, session=session, tool_name=tool_name,
         arguments_digest=digest, used_at__isnull=True, declined_at__isnull=True, expires_at__gt=now,
-    ).update(used_at=now)
+    ).update(used_at=_not_before_approval(now))
     if used == 1:
         _used()
         return
@@ -146,6 +147,13 @@ def _consume(*, session: AgentSession, tool_name: str, digest: str, token: objec
     if status is ApprovalStatus.PENDING:
         raise ApprovalPending(details={"reason": "pending"})
     raise _refused("used" if status is ApprovalStatus.USED else "expired")
+
+
+def _not_before_approval(now: datetime) -> Greatest:
+    """When the approval was used: ``now``, or its approval's time if that is later. A use that
+    waited on the row while the page's answer committed was timed before it; the record still
+    reads approved, then used."""
+    return Greatest(Value(now), Coalesce(F("approved_at"), Value(now)))
 
 
 def _used() -> None:

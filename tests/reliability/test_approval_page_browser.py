@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 import requests
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.contrib.staticfiles.testing import StaticLiveServerTestCase
 
@@ -120,6 +121,10 @@ class ApprovalPageInABrowser(StaticLiveServerTestCase):
         self.assertEqual(len(widths), 3)
         self.assertTrue(all(width > 0 for width in widths), widths)
         self.figures.add("browser_approval_images_loaded", len(widths))
+        folder = django_settings.BASE_DIR / "var" / "screenshots"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.browser.set_window_size(900, 800)
+        self.browser.save_screenshot(str(folder / "approval-page.png"))
 
         pending = self.call("execute", arguments, approval=decision["approval"])
         self.assertEqual((pending.status_code, pending.json()["error"]["code"]), (403, "approval_pending"))

@@ -9,10 +9,11 @@ from django.test import Client
 from arkme.accounts.models import Account
 
 
-def sign_in_user(account: Account, *, password: str = "pw-approval-123") -> str:
-    """Give ``account`` a Django user (its sign-in for Arkme's pages); returns the username."""
+def sign_in_user(account: Account) -> str:
+    """Give ``account`` a Django user (its sign-in for Arkme's pages, signed in with
+    ``force_login``: it has no usable password); returns the username."""
     username = f"user-{account.public_id}"
-    user = get_user_model().objects.create_user(username, password=password)
+    user = get_user_model().objects.create_user(username)
     account.user = user
     account.save(update_fields=["user"])
     return username

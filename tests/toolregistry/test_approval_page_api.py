@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from arkme.kernel.ids import token_digest
 from galleries.models import GalleryHistory
-from tests.support.errors import assert_error
+from tests.support.errors import assert_error, assert_tool_error
+from tests.support.mcp import LEGACY, Mcp, value_of
 from tests.support.pages import browser_of, handle_of, page_path
 from toolregistry.approval_page import page_tool_names, page_tools_problems
 from toolregistry.models import ApprovalDecision, ApprovalGrant, ApprovalVia, ToolCall
@@ -190,3 +191,14 @@ def test_an_unknown_page_tool_stops_start_up(monkeypatch):
     started = subprocess.run([sys.executable, "manage.py", "check"], cwd=django_settings.BASE_DIR, env=env,
                              capture_output=True, text=True, check=False)
     assert started.returncode == 0, started.stderr
+
+
+def test_an_earlier_mcp_client_brings_the_page_approval_in_meta(dsh, session, world, on_page):
+    """The MCP door of 2025 takes a REST approval in ``_meta``: a page approval counts there too
+    only once the account approved it on the page."""
+    client, arguments = Mcp(dsh, session, version=LEGACY), {"arkme_id": "alice_page"}
+    decision = dsh.pre_execute(session, "arkme_id_change", arguments).json()
+    meta = {"io.arkme/approval": decision["approval"]}
+    assert_tool_error(client.call("arkme_id_change", arguments, meta=meta), "approval_pending")
+    browser_of(world.alice).post(page_path(decision["approval_url"]), {"decision": "approve"})
+    assert value_of(client.call("arkme_id_change", arguments, meta=meta))["account"]["arkme_id"] == "alice_page"

@@ -190,7 +190,7 @@ def test_the_page_is_never_cached_framed_or_referred(asked, alice_browser):
     for response in (alice_browser.get(path), alice_browser.get(f"{path}/images/0")):
         assert "no-store" in response["Cache-Control"] and "private" in response["Cache-Control"]
         assert response["X-Frame-Options"] == "DENY"
-        assert response["Referrer-Policy"] == "no-referrer"
+        assert response["Referrer-Policy"] == "same-origin"
         assert "frame-ancestors 'none'" in response["Content-Security-Policy"]
 
 

@@ -4,7 +4,7 @@ call its agent wants to make. The URL carries only an opaque handle; the ledger
 
 Nobody else may see or answer it: a visitor not signed in is sent to sign in, anyone else
 signed in gets 403 and the approval stays pending. The page and its images are never cached
-and never framed (clickjacking), and send no referrer (the handle is in the address).
+and never framed (clickjacking), and send no referrer to other sites (the handle is in the address).
 """
 from __future__ import annotations
 
@@ -36,11 +36,13 @@ DECISIONS = {"approve": True, "decline": False}
 
 
 def _guarded(view: View) -> View:
-    """Signed in, never cached, never framed, no referrer, nothing loaded from elsewhere."""
+    """Signed in, never cached, never framed, no referrer to other sites, nothing loaded from elsewhere."""
     @wraps(view)
     def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = view(request, *args, **kwargs)
-        response["Referrer-Policy"] = "no-referrer"
+        # Same origin only: the handle never leaves for another site, while the form's POST keeps
+        # its Origin header (no-referrer would send "null", which Django's CSRF check refuses).
+        response["Referrer-Policy"] = "same-origin"
         response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
         return response
 
