@@ -309,6 +309,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "PhaseEnum": ["core", "attachments"],
         "ErrorCodeEnum": "arkme.kernel.errors.ErrorCode",
+        "ApprovalStatusEnum": ["pending", "approved", "declined", "expired", "used"],
     },
 }
 

@@ -202,3 +202,16 @@ def test_an_earlier_mcp_client_brings_the_page_approval_in_meta(dsh, session, wo
     assert_tool_error(client.call("arkme_id_change", arguments, meta=meta), "approval_pending")
     browser_of(world.alice).post(page_path(decision["approval_url"]), {"decision": "approve"})
     assert value_of(client.call("arkme_id_change", arguments, meta=meta))["account"]["arkme_id"] == "alice_page"
+
+
+def test_the_schema_states_the_page_additions(dsh):
+    schema = dsh.get("schema/?format=json").json()
+    status = schema["paths"]["/dsh/v1/sessions/{session}/approvals/{approval}"]["get"]
+    assert status["operationId"] == "approval_status" and {"200", "404"} <= set(status["responses"])
+    components = schema["components"]["schemas"]
+    assert components["ApprovalStatusEnum"]["enum"] == ["pending", "approved", "declined", "expired", "used"]
+    assert "approval_url" in components["PreExecuteDecision"]["properties"]
+    codes = set(components["ErrorCodeEnum"]["enum"])
+    assert {"approval_pending", "approval_declined", "unknown_approval"} <= codes
+    execute = schema["paths"]["/dsh/v1/sessions/{session}/tools/{name}/execute"]["post"]
+    assert "approval_pending" in execute["description"]

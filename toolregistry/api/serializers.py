@@ -8,6 +8,8 @@ from rest_framework import serializers
 from arkme.conversations.messages import MESSAGE_TEXT_MAX, message_text_checked
 from arkme.kernel.errors import ErrorCode, InvalidRequest
 
+from ..approvals import ApprovalStatus
+
 
 class StrictSerializer(serializers.Serializer):
     """Unknown fields are refused (400), as unknown tool arguments are."""
@@ -154,7 +156,7 @@ class PreExecuteDecision(serializers.Serializer):
 
 class ApprovalStatusView(serializers.Serializer):
     status = serializers.ChoiceField(
-        choices=["pending", "approved", "declined", "expired", "used"],
+        choices=[str(status) for status in ApprovalStatus],
         help_text="pending: waiting for the account's answer on Arkme's page. approved: execute may use it (an "
                   "approval not taken on the page is approved from the start). declined: execute is refused. "
                   "expired, used: it no longer counts.")
