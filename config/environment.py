@@ -45,6 +45,15 @@ def env_seconds(name: str, default: float, *, maximum: float) -> float:
     return value
 
 
+def env_names(name: str) -> tuple[str, ...]:
+    """A comma-separated list of names, each once, in order (blank items ignored); ``*`` stands
+    alone. What the names may be is checked by whoever reads them (at start-up)."""
+    names = tuple(dict.fromkeys(part.strip() for part in os.environ.get(name, "").split(",") if part.strip()))
+    if "*" in names and len(names) > 1:
+        raise ImproperlyConfigured(f"{name} must be * alone or a list of names")
+    return names
+
+
 def env_path(name: str, default: Path) -> Path:
     raw = os.environ.get(name, "").strip()
     return Path(raw).resolve() if raw else default

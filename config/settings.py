@@ -13,7 +13,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
-from .environment import databases, env_bool, env_int, env_path, env_seconds, rate_limits
+from .environment import databases, env_bool, env_int, env_names, env_path, env_seconds, rate_limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -172,6 +172,9 @@ ARKME_APPROVAL_TTL_SECONDS = env_int("ARKME_APPROVAL_TTL_SECONDS", 600)
 # a client that went away is noticed.
 ARKME_MCP_ANSWER_WAIT_SECONDS = min(env_int("ARKME_MCP_ANSWER_WAIT_SECONDS", 300), ARKME_APPROVAL_TTL_SECONDS)
 ARKME_MCP_HEARTBEAT_SECONDS = env_int("ARKME_MCP_HEARTBEAT_SECONDS", 10)
+# Tools whose approvals every session takes on Arkme's own approval page (names, or *), besides
+# each DSH client's own list (the admin); unknown names stop start-up (toolregistry.apps).
+ARKME_APPROVAL_PAGE_TOOLS = env_names("ARKME_APPROVAL_PAGE_TOOLS")
 ARKME_SESSION_IDLE_SECONDS = env_int("ARKME_SESSION_IDLE_SECONDS", 86400)
 ARKME_ATTACHMENT_MAX_BYTES = env_int("ARKME_ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024)
 ARKME_MESSAGE_MAX_ATTACHMENTS = env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)
@@ -322,6 +325,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "PhaseEnum": ["core", "attachments"],
         "ErrorCodeEnum": "arkme.kernel.errors.ErrorCode",
+        "ApprovalStatusEnum": ["pending", "approved", "declined", "expired", "used"],
     },
 }
 

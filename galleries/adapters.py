@@ -9,7 +9,9 @@ from typing import Sequence
 
 from arkme.accounts.models import AccountKey
 from arkme.conversations.models import SessionKey
+from arkme.kernel.errors import ErrorCode, NotFound
 
+from .blobs.services import blob_thumbnail
 from .selectors import (
     ConfirmView,
     ExtensionView,
@@ -18,6 +20,8 @@ from .selectors import (
     SourceArguments,
     extension_views,
     gallery_view,
+    item_blob_sha,
+    item_order,
     operation_view,
 )
 from .services.gallery_add import (
@@ -77,3 +81,12 @@ class GalleryAdapter:
 
     def describe_reorder(self, *, account: AccountKey, extension: str, order: Sequence[str]) -> tuple[str, str]:
         return describe_reorder(account=account, extension=extension, order=order)
+
+    def item_order(self, *, account: AccountKey, extension: str) -> list[str]:
+        return item_order(account, extension)
+
+    def item_thumbnail(self, *, account: AccountKey, extension: str, item: str) -> bytes:
+        try:
+            return blob_thumbnail(item_blob_sha(account, extension, item))
+        except FileNotFoundError:  # garbage-collected since: the item is gone
+            raise NotFound("No such item in this gallery.", code=ErrorCode.UNKNOWN_ITEM) from None

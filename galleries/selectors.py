@@ -129,6 +129,24 @@ def extension_for_owner(account: AccountIdentity, public_id: str) -> Extension:
     return extension
 
 
+def item_order(account: AccountIdentity, extension: str) -> list[str]:
+    """The ids of the account's extension's gallery items, first to last."""
+    target = extension_for_owner(account, extension)
+    return list(GalleryItem.objects.filter(gallery__extension=target).order_by("position")
+                .values_list("public_id", flat=True))
+
+
+def item_blob_sha(account: AccountIdentity, extension: str, item: str) -> str:
+    """The content digest of one item of the account's extension's gallery (fetch-and-authorise:
+    another account's item, or an item since deleted, is ``404 unknown_item``)."""
+    target = extension_for_owner(account, extension)
+    sha = (GalleryItem.objects.filter(gallery__extension=target, public_id=str(item))
+           .values_list("blob__sha256", flat=True).first())
+    if sha is None:
+        raise NotFound("No such item in this gallery.", code=ErrorCode.UNKNOWN_ITEM)
+    return sha
+
+
 def gallery_items(gallery: Gallery) -> Sequence[GalleryItem]:
     """The items in order: from a prefetch when there is one, else one statement."""
     prefetched: dict[str, Any] = getattr(gallery, "_prefetched_objects_cache", {})

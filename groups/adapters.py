@@ -6,7 +6,7 @@ from typing import Sequence
 from arkme.accounts.models import AccountKey
 
 from .selectors import AddMembersView, AddResultView, CandidatesView, GroupRefView, group_refs_view, group_view
-from .services import describe_members_add, group_member_candidates, group_members_add
+from .services import describe_members_add, group_member_candidates, group_members_add, members_add_names
 
 
 class GroupAdapter:
@@ -36,3 +36,6 @@ class GroupMemberAdapter:
 
     def describe_add(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]:
         return describe_members_add(account=account, source_ref=source_ref, candidate_refs=candidate_refs)
+
+    def names_to_add(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> list[str]:
+        return members_add_names(account=account, source_ref=source_ref, candidate_refs=candidate_refs)

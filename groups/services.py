@@ -227,10 +227,20 @@ def group_members_add(*, account: AccountIdentity, source_ref: str, candidate_re
     return MembersAdded(group=group, results=results)
 
 
+def _names_to_add(judged: Sequence[Judged]) -> list[str]:
+    return [j.person.display_name for j in judged if j.outcome == Outcome.ELIGIBLE and j.person is not None]
+
+
+def members_add_names(*, account: AccountIdentity, source_ref: str, candidate_refs: Sequence[str]) -> list[str]:
+    """The display names of the people an add would add or invite, in the call's order."""
+    group = group_for_source_ref(account, source_ref)
+    return _names_to_add(_judge(account, group, candidate_refs))
+
+
 def describe_members_add(*, account: AccountIdentity, source_ref: str, candidate_refs: Sequence[str]) -> tuple[str, str]:
     group = group_for_source_ref(account, source_ref)
     judged = _judge(account, group, candidate_refs)
-    names = [j.person.display_name for j in judged if j.outcome == Outcome.ELIGIBLE and j.person is not None]
+    names = _names_to_add(judged)
     others = len(judged) - len(names) - sum(j.outcome == Outcome.REPEATED for j in judged)
     how = ("They will be added at once." if group.join_policy == JoinPolicy.OPEN
            else "The group needs approval: each gets a private invitation link, and an admin approves their request.")

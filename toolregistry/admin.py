@@ -11,6 +11,7 @@ from django.utils import timezone
 from arkme.kernel.admin import EstimatedCountPaginator, ReadOnlyAdminMixin
 from arkme.kernel.errors import ErrorCode
 
+from . import admin_page_tools  # noqa: F401 - the DSH client page with its approval-page tools
 from .audit import IN_PROGRESS, INTERRUPTED, INTERRUPTED_AFTER, OK, outcome_seen
 from .catalog import CATALOG
 from .models import ApprovalGrant, IdempotencyRecord, ToolCall
@@ -22,7 +23,7 @@ _OUTCOMES = frozenset({OK, IN_PROGRESS, *ErrorCode})
 class ApprovalGrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("session", "tool_name", "created_at", "expires_at", "used_at")
     list_filter = ("tool_name", ("used_at", admin.EmptyFieldListFilter))
-    exclude = ("token_hash", "arguments_digest")
+    exclude = ("token_hash", "arguments_digest", "page_handle_hash")
 
 
 class _FixedChoiceFilter(admin.SimpleListFilter):

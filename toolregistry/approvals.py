@@ -1,29 +1,46 @@
 """Pre-execute approvals: single use, expiring, bound to session, tool and exact arguments."""
 from __future__ import annotations
 
+import enum
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F, Q, QuerySet, Value
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from arkme.accounts.models import AccountIdentity
 from arkme.conversations.models import AgentSession
-from arkme.kernel.errors import ApprovalRequired
+from arkme.kernel.errors import ApprovalDeclined, ApprovalPending, ApprovalRequired, ErrorCode, Forbidden, NotFound
 from arkme.kernel.ids import token_digest
 from arkme.kernel.metrics import APPROVALS
 from arkme.kernel.tracing import event
 
-from .models import ApprovalGrant
+from .approval_record import approval_recorded
+from .models import ApprovalDecision, ApprovalGrant, ApprovalScope, ApprovalVia
 
 TOKEN_PREFIX = "apv_"  # noqa: S105 - a prefix, not a secret
+
+
+class ApprovalStatus(enum.StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+    USED = "used"
 
 
 @dataclass(frozen=True)
 class IssuedApproval:
     token: str
     expires_at: datetime
+    # The opaque handle of the approval page's address, when the approval is taken there.
+    page_handle: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,16 +79,22 @@ def approval_void(*, session: AgentSession, tool_name: str, digest: str, sealed:
         pass  # already spent or expired: unusable either way
 
 
-def approval_issue(*, session: AgentSession, tool_name: str, digest: str) -> IssuedApproval:
+def approval_issue(*, session: AgentSession, tool_name: str, digest: str, card: Mapping[str, Any] | None = None,
+                   page: bool = False) -> IssuedApproval:
+    """A new approval for this call. ``card``: what the human is shown (kept with it). ``page``:
+    taken on Arkme's page, so it stays pending until the session's account answers there; the
+    page's handle is returned once, and only its digest is stored."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    handle = secrets.token_urlsafe(32) if page else None
     expires_at = timezone.now() + timedelta(seconds=settings.ARKME_APPROVAL_TTL_SECONDS)
     ApprovalGrant.objects.create(
         session=session, tool_name=tool_name, arguments_digest=digest,
-        token_hash=token_digest(token), expires_at=expires_at,
+        token_hash=token_digest(token), expires_at=expires_at, card=dict(card or {}),
+        page_handle_hash=token_digest(handle) if handle else None,
     )
     APPROVALS.labels("asked").inc()
-    event("arkme.approval.asked")
-    return IssuedApproval(token=token, expires_at=expires_at)
+    event("arkme.approval.asked", **{"arkme.approval.page": page})
+    return IssuedApproval(token=token, expires_at=expires_at, page_handle=handle)
 
 
 def approval_consume(*, session: AgentSession, tool_name: str, digest: str, token: object) -> None:
@@ -84,7 +107,7 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
     """
     try:
         _consume(session=session, tool_name=tool_name, digest=digest, token=token)
-    except ApprovalRequired as refused:
+    except (ApprovalRequired, ApprovalPending, ApprovalDeclined) as refused:
         reason = str(refused.details.get("reason"))
         APPROVALS.labels(f"refused_{reason}").inc()
         if reason == "expired":
@@ -103,23 +126,34 @@ def _consume(*, session: AgentSession, tool_name: str, digest: str, token: objec
         raise _refused("missing" if not token else "invalid")
     token_hash = token_digest(token)
     now = timezone.now()
+    # A page approval counts once its account approved it there, and never once declined: in
+    # the same statement, so an answer on the page and a use cannot pass each other.
     used = ApprovalGrant.objects.filter(
+        Q(page_handle_hash__isnull=True) | Q(approved_at__isnull=False),
         token_hash=token_hash, session=session, tool_name=tool_name,
-        arguments_digest=digest, used_at__isnull=True, expires_at__gt=now,
-    ).update(used_at=now)
+        arguments_digest=digest, used_at__isnull=True, declined_at__isnull=True, expires_at__gt=now,
+    ).update(used_at=_not_before_approval(now))
     if used == 1:
         _used()
         return
     grant = ApprovalGrant.objects.filter(token_hash=token_hash).first()
     if grant is None or grant.session_id != session.pk:
-        reason = "invalid"
-    elif grant.tool_name != tool_name or grant.arguments_digest != digest:
-        reason = "other_arguments"
-    elif grant.used_at is not None:
-        reason = "used"
-    else:
-        reason = "expired"
-    raise _refused(reason)
+        raise _refused("invalid")
+    if grant.tool_name != tool_name or grant.arguments_digest != digest:
+        raise _refused("other_arguments")
+    status = _status_of(grant, now)
+    if status is ApprovalStatus.DECLINED:
+        raise ApprovalDeclined(details={"reason": "declined"})
+    if status is ApprovalStatus.PENDING:
+        raise ApprovalPending(details={"reason": "pending"})
+    raise _refused("used" if status is ApprovalStatus.USED else "expired")
+
+
+def _not_before_approval(now: datetime) -> Greatest:
+    """When the approval was used: ``now``, or its approval's time if that is later. A use that
+    waited on the row while the page's answer committed was timed before it; the record still
+    reads approved, then used."""
+    return Greatest(Value(now), Coalesce(F("approved_at"), Value(now)))
 
 
 def _used() -> None:
@@ -147,3 +181,92 @@ def approvals_funnel(*, since: datetime, declined: int) -> list[tuple[str, int]]
         ("expired", asked.filter(used_at__isnull=True, expires_at__lte=now).count()),
         ("open", asked.filter(used_at__isnull=True, expires_at__gt=now).count()),
     ]
+
+
+# --- Approvals taken on Arkme's page ------------------------------------------------------
+
+def _status_of(grant: ApprovalGrant, now: datetime, *, session_closed: bool = False) -> ApprovalStatus:
+    if grant.used_at is not None:
+        return ApprovalStatus.USED
+    if grant.declined_at is not None:
+        return ApprovalStatus.DECLINED
+    if grant.expires_at <= now or session_closed:
+        return ApprovalStatus.EXPIRED
+    if grant.page_handle_hash and grant.approved_at is None:
+        return ApprovalStatus.PENDING
+    return ApprovalStatus.APPROVED
+
+
+def _unknown() -> NotFound:
+    return NotFound("No such approval in this session.", code=ErrorCode.UNKNOWN_APPROVAL)
+
+
+def approval_status(*, session: AgentSession, token: str) -> ApprovalStatus:
+    """Where an approval of this session stands, so a host can wait for the page's answer
+    without calling the tool. Another session's approval is ``404`` like an unknown one. An
+    approval not taken on the page counts as approved from the start, until used or expired."""
+    if not token.startswith(TOKEN_PREFIX) or len(token) > 100:
+        raise _unknown()
+    grant = ApprovalGrant.objects.filter(token_hash=token_digest(token), session=session).first()
+    if grant is None:
+        raise _unknown()
+    return _status_of(grant, timezone.now())
+
+
+@dataclass(frozen=True)
+class PageApproval:
+    """An approval as its page shows it: the row (its card and session) and where it stands."""
+
+    approval: ApprovalGrant
+    status: ApprovalStatus
+
+    @property
+    def details(self) -> dict[str, Any]:
+        details = self.approval.card.get("details") if isinstance(self.approval.card, dict) else None
+        return details if isinstance(details, dict) else {}
+
+
+def _page_grant(handle: str, account: AccountIdentity, rows: QuerySet[ApprovalGrant]) -> ApprovalGrant:
+    """Fetch-and-authorise: the approval a page handle names, for the session's own account
+    alone (``Forbidden`` for anyone else, ``NotFound`` for a handle that names none)."""
+    if not handle or len(handle) > 100:
+        raise _unknown()
+    grant = rows.select_related("session").filter(page_handle_hash=token_digest(handle)).first()
+    if grant is None:
+        raise _unknown()
+    if grant.session.account_id != account.pk:
+        raise Forbidden("This approval belongs to someone else.")
+    return grant
+
+
+def approval_for_page(*, handle: str, account: AccountIdentity) -> PageApproval:
+    grant = _page_grant(handle, account, ApprovalGrant.objects.all())
+    status = _status_of(grant, timezone.now(), session_closed=grant.session.closed_at is not None)
+    return PageApproval(approval=grant, status=status)
+
+
+def approval_decide(*, handle: str, account: AccountIdentity, approve: bool,
+                    scope: str = ApprovalScope.ONCE) -> PageApproval:
+    """The account's answer on the page. Only a pending approval takes it: an approval already
+    answered, used or expired (a replayed form) is returned as it stands, unchanged. ``scope``
+    ``session`` holds only where the card offered it."""
+    with transaction.atomic():
+        grant = _page_grant(handle, account, ApprovalGrant.objects.select_for_update(of=("self",)))
+        now = timezone.now()
+        status = _status_of(grant, now, session_closed=grant.session.closed_at is not None)
+        if status is not ApprovalStatus.PENDING:
+            return PageApproval(approval=grant, status=status)
+        if approve:
+            offered = grant.scopes_offered if isinstance(grant.scopes_offered, list) else []
+            grant.approved_at = now
+            grant.scope = ApprovalScope.SESSION if scope == ApprovalScope.SESSION and scope in offered else ApprovalScope.ONCE
+            grant.save(update_fields=["approved_at", "scope"])
+        else:
+            grant.declined_at = now
+            grant.save(update_fields=["declined_at"])
+        kind = ApprovalDecision.Kind.APPROVED if approve else ApprovalDecision.Kind.DECLINED
+        approval_recorded(decision=kind, via=ApprovalVia.PAGE, session_public_id=grant.session.public_id,
+                          tool_name=grant.tool_name, approval=grant)
+    APPROVALS.labels("page_approved" if approve else "declined").inc()
+    event("arkme.approval.decided", **{"arkme.approval.decision": str(kind), "arkme.approval.via": "page"})
+    return PageApproval(approval=grant, status=ApprovalStatus.APPROVED if approve else ApprovalStatus.DECLINED)

@@ -8,7 +8,10 @@ class ToolRegistryConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the catalog check)
+        from .approval_page import check_page_tools_setting
         from .limits import limits_validate
 
-        # A limit on a tool the catalog does not have stops start-up, as a malformed one does.
+        # A limit or a page tool the catalog does not have stops start-up in every process, as a
+        # malformed setting does.
         limits_validate(settings.ARKME_RATE_LIMITS)
+        check_page_tools_setting()

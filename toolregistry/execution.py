@@ -16,18 +16,19 @@ from arkme.kernel.errors import ArkmeError, CallCancelled
 from arkme.kernel.metrics import APPROVALS, TOOL_CALLS, TOOL_SECONDS
 from arkme.kernel.tracing import span as traced_span
 
+from .approval_page import approval_page_required, approval_page_url
 from .approvals import SealedApproval, approval_consume, approval_issue, approval_void
 from .audit import OK, SERVER_ERROR, tool_call_begin, tool_call_end, tool_call_record
 from .calls import Call
 from .idempotency import CallResult, idempotency_claim, idempotency_complete, idempotency_release
 from .limits import call_limit
-from .metadata import ApprovalCard, Effect
+from .metadata import ApprovalCard, Effect, PageDetails
 from .models import IdempotencyRecord, IdempotencyStatus
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CallResult", "approval_card", "tool_declined", "tool_execute", "tool_pre_execute", "tool_replay",
-           "tool_throttled"]
+__all__ = ["CallResult", "approval_card", "approval_page_details", "tool_declined", "tool_execute",
+           "tool_pre_execute", "tool_replay", "tool_throttled"]
 
 
 def approval_card(call: Call) -> ApprovalCard:
@@ -48,21 +49,30 @@ def tool_pre_execute(call: Call) -> dict[str, Any]:
         return decision
 
 
+def approval_page_details(call: Call) -> PageDetails:
+    """What Arkme's approval page shows of this call besides its card (the tool's hook)."""
+    describe = call.known.definition.describe_page
+    return describe(call.context, call.arguments()) if describe is not None else {}
+
+
 def _pre_execute(call: Call) -> dict[str, Any]:
     try:
         if not call.needs_approval:
             call.arguments()
             return {"decision": "allow"}
         card = approval_card(call)
+        name = call.known.metadata.name
+        page = approval_page_required(client=call.client, tool_name=name)
+        details = approval_page_details(call) if page else None
     except ArkmeError as error:
         return {"decision": "deny", "error": error.as_error()}
-    issued = approval_issue(session=call.session, tool_name=call.known.metadata.name, digest=call.digest)
-    return {
-        "decision": "ask",
-        "approval": issued.token,
-        "expires_at": issued.expires_at.isoformat(),
-        "card": {"title": card.title, "body": card.body},
-    }
+    shown: dict[str, Any] = {"title": card.title, "body": card.body}
+    issued = approval_issue(session=call.session, tool_name=name, digest=call.digest,
+                            card={**shown, "details": details} if page else shown, page=page)
+    decision: dict[str, Any] = {"decision": "ask", "approval": issued.token}
+    if issued.page_handle is not None:
+        decision["approval_url"] = approval_page_url(issued.page_handle)
+    return {**decision, "expires_at": issued.expires_at.isoformat(), "card": shown}
 
 
 def _perform(call: Call) -> CallResult:

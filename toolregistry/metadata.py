@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, TypedDict
 
 from .ports import Ports
 
@@ -97,8 +97,34 @@ class ApprovalCard:
     body: str
 
 
+class PageImage(TypedDict):
+    """A gallery image the approval page shows: the extension and item, read again (and
+    authorised again) when the page's image is served."""
+
+    extension: str
+    item: str
+
+
+class IdChange(TypedDict):
+    old: str
+    new: str
+
+
+class PageDetails(TypedDict, total=False):
+    """What Arkme's approval page shows besides the card, so the human sees the objects
+    themselves: the images in the order the call would leave them, the people's names, the old
+    and new ID. Kept with the approval (JSON), never sent to DSH or the model."""
+
+    images: list[PageImage]
+    people: list[str]
+    id_change: IdChange
+
+
 Execute = Callable[[ToolContext, Mapping[str, Any]], Mapping[str, Any]]
 DescribeApproval = Callable[[ToolContext, Mapping[str, Any]], ApprovalCard]
+# The approval page's details of this exact call (beside describe_approval, which has checked
+# the arguments by then).
+DescribePage = Callable[[ToolContext, Mapping[str, Any]], PageDetails]
 # The question a human must answer in the conversation before this call can go on, or None.
 AskHuman = Callable[[ToolContext, Mapping[str, Any]], "str | None"]
 # Record the human's reply to that question, asked them directly, for this call's object only.
@@ -115,6 +141,7 @@ class ToolDefinition:
     # registry generates it from the type ``execute`` returns (toolregistry.results).
     output_schema: Mapping[str, Any] = field(default_factory=dict)
     describe_approval: DescribeApproval | None = field(default=None)
+    describe_page: DescribePage | None = field(default=None)
     # A surface that can ask the human directly (an MCP elicitation) asks this question and
     # records the reply with ``record_reply``, bound to what was asked about (a message in the
     # conversation would answer every pending question); REST hosts relay it as a message.

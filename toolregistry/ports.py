@@ -75,6 +75,14 @@ class GalleryPort(Protocol):
 
     def describe_reorder(self, *, account: AccountKey, extension: str, order: Sequence[str]) -> CardText: ...
 
+    def item_order(self, *, account: AccountKey, extension: str) -> list[str]:
+        """The gallery's item ids, first to last (``404 unknown_extension`` for another's)."""
+        ...
+
+    def item_thumbnail(self, *, account: AccountKey, extension: str, item: str) -> bytes:
+        """A small PNG of one of the account's gallery items (``404`` for any other)."""
+        ...
+
 
 class GroupMemberPort(Protocol):
     def candidates(self, *, account: AccountKey, source_ref: str, query: str | None,
@@ -84,6 +92,10 @@ class GroupMemberPort(Protocol):
                     candidate_refs: Sequence[str]) -> AddMembersView: ...
 
     def describe_add(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> CardText: ...
+
+    def names_to_add(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> list[str]:
+        """The display names of the people the add would add or invite, in the call's order."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,8 @@ class ErrorCode(enum.StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
     APPROVAL_REQUIRED = "approval_required"
     APPROVAL_DECLINED = "approval_declined"
+    APPROVAL_PENDING = "approval_pending"
+    UNKNOWN_APPROVAL = "unknown_approval"
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     IDEMPOTENCY_IN_PROGRESS = "idempotency_in_progress"
@@ -175,6 +177,14 @@ class ApprovalDeclined(ArkmeError):
     code = ErrorCode.APPROVAL_DECLINED
     http_status = 403
     default_message = "The human declined this call; nothing was done."
+
+
+class ApprovalPending(ArkmeError):
+    """The approval is taken on Arkme's own page and the account has not answered there yet."""
+
+    code = ErrorCode.APPROVAL_PENDING
+    http_status = 403
+    default_message = "The human has not approved this call on Arkme's approval page yet; nothing was done."
 
 
 class CallCancelled(ArkmeError):

@@ -14,6 +14,10 @@ PATTERNS = {
 }
 # Handles the contract hands out on purpose; they are checked by decoding, elsewhere.
 HANDLE_KEYS = {"source_ref", "candidate_ref", "approval"}
+# The approval page's address, handed to DSH on purpose: on Arkme's host, carrying nothing
+# but an opaque handle (no id, token, ref or key of anything).
+APPROVAL_URL_KEYS = {"approval_url"}
+APPROVAL_URL = re.compile(r"^https?://[A-Za-z0-9.\[\]:-]+/approvals/[A-Za-z0-9_-]{43}$")
 # Static texts the model reads: descriptions and schemas name no user data.
 STATIC_KEYS = {"description", "input_schema", "prompt"}
 
@@ -82,6 +86,10 @@ def find_leaks(body: Any, secrets: Iterable[str] = (), account_ids: Iterable[str
                 found.append(f"account id inside a {key}: {inside[:80]!r}")
             continue
         if key in HANDLE_KEYS:
+            continue
+        if key in APPROVAL_URL_KEYS:
+            if not APPROVAL_URL.match(text):
+                found.append(f"an approval page address that is more than a handle: {text[:80]!r}")
             continue
         for name, pattern in PATTERNS.items():
             if pattern.search(text):

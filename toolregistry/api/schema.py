@@ -75,6 +75,8 @@ CONTRACT_ADDITIONS = [
     "limits' store cannot be reached, a write is 503 dependency_unavailable and a read runs.",
     "A W3C traceparent (and tracestate) header on any DSH request, or in an MCP request's params._meta "
     "(read first), continues the caller's trace; a malformed one is ignored.",
+    "GET sessions/{s}/approvals/{approval}: an unknown approval, or another session's, is 404 "
+    "unknown_approval; the approval page's address is on ARKME_PUBLIC_URL when set.",
 ]
 
 _APPROVAL_TEXT = {
@@ -82,7 +84,9 @@ _APPROVAL_TEXT = {
     Approval.PRE_EXECUTE: (
         "It needs the human's approval of these exact arguments: call pre-execute with them, show the "
         "card, and send the `approval` it gave here; without a valid one the answer is 403 "
-        "`approval_required`."),
+        "`approval_required`. Where its approvals are taken on Arkme's page (`approval_url` in the ask), "
+        "an approval the account has not approved there yet is 403 `approval_pending`, a declined one 403 "
+        "`approval_declined`."),
     Approval.CONVERSATION: (
         "It is confirmed in the conversation: `prepare` answers a question to show the human, and "
         "`confirm` runs only once the latest message recorded (POST messages) is 确认."),

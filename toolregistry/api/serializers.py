@@ -8,6 +8,8 @@ from rest_framework import serializers
 from arkme.conversations.messages import MESSAGE_TEXT_MAX, message_text_checked
 from arkme.kernel.errors import ErrorCode, InvalidRequest
 
+from ..approvals import ApprovalStatus
+
 
 class StrictSerializer(serializers.Serializer):
     """Unknown fields are refused (400), as unknown tool arguments are."""
@@ -142,9 +144,22 @@ class CardView(serializers.Serializer):
 class PreExecuteDecision(serializers.Serializer):
     decision = serializers.ChoiceField(choices=["allow", "ask", "deny"])
     approval = serializers.CharField(required=False, help_text="With ask: single-use, bound to session, tool and arguments.")
+    approval_url = serializers.URLField(
+        required=False,
+        help_text="With ask, for tools whose approvals are taken on Arkme's own page: the page's address (on "
+                  "Arkme's host, carrying only an opaque handle). Show it to the human; the approval stays pending "
+                  "until the session's account approves there (GET sessions/{session}/approvals/{approval}).")
     expires_at = serializers.DateTimeField(required=False, help_text="With ask: when the approval lapses (an addition to the contract).")
     card = CardView(required=False)
     error = ErrorBody(required=False)
+
+
+class ApprovalStatusView(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=[str(status) for status in ApprovalStatus],
+        help_text="pending: waiting for the account's answer on Arkme's page. approved: execute may use it (an "
+                  "approval not taken on the page is approved from the start). declined: execute is refused. "
+                  "expired, used: it no longer counts.")
 
 
 class ExecuteResult(serializers.Serializer):

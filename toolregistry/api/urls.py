@@ -14,6 +14,7 @@ session_patterns = [
     path("mcp", session_mcp, name="mcp"),
     path("tools/<str:name>/pre-execute", views.PreExecuteApi.as_view(), name="pre-execute"),
     path("messages", views.MessagesApi.as_view(), name="messages"),
+    path("approvals/<str:approval>", views.ApprovalStatusApi.as_view(), name="approval-status"),
     path("phases/attachments", views.AttachmentsPhaseApi.as_view(), name="attachments"),
 ]
 

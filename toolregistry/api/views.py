@@ -21,6 +21,7 @@ from arkme.conversations.models import AgentSession, DshClient
 from arkme.conversations.sessions import session_close, session_open, session_set_attachments
 from arkme.kernel.errors import refusal_headers
 
+from ..approvals import approval_status
 from ..calls import call_for
 from ..catalog import CATALOG, Catalog
 from ..execution import tool_execute, tool_pre_execute
@@ -306,7 +307,9 @@ class PreExecuteApi(DshApiView):
         description="Asks, before a call runs, whether the human must approve it. `allow`: run it. `ask` (tools "
                     "whose approval is pre-execute): show the card to the human and, if they accept, send the "
                     "`approval` with execute; it is single-use, expires, and holds only for this session, tool "
-                    "and these exact arguments. `deny`: do not run it; `error` says why. Nothing runs here. "
+                    "and these exact arguments. Where the tool's approvals are taken on Arkme's own page, `ask` "
+                    "also carries `approval_url`: the human approves there, signed in to Arkme, and the approval "
+                    "stays pending until then (see the approval status). `deny`: do not run it; `error` says why. Nothing runs here. "
                     "400: malformed arguments. 404: a tool this session does not show, or an unknown session.",
     )
     def post(self, request: Request, session: str, name: str) -> Response:
@@ -317,6 +320,22 @@ class PreExecuteApi(DshApiView):
         with transaction.atomic():
             decision = tool_pre_execute(call)
         return Response(decision)
+
+
+class ApprovalStatusApi(DshApiView):
+    # The session comes from the authentication's one statement (see DshClientAuthentication).
+    session_bound = True
+
+    @extend_schema(
+        operation_id="approval_status", responses={200: s.ApprovalStatusView, **errors(404)},
+        summary="Where an approval stands: pending, approved, declined, expired or used",
+        description="Lets DSH wait for the human's answer on Arkme's approval page without calling the tool: "
+                    "`pending` until the session's account approves or declines there. `{approval}` is the "
+                    "`approval` pre-execute gave. An approval not taken on the page reads `approved` until it is "
+                    "used or expires. 404: an unknown approval, another session's, or an unknown session.",
+    )
+    def get(self, request: Request, session: str, approval: str) -> Response:
+        return Response({"status": str(approval_status(session=request_session(request), token=approval))})
 
 
 class ExecuteApi(DshApiView):
@@ -334,8 +353,9 @@ class ExecuteApi(DshApiView):
                     "the tool's (each tool also has an operation of its own with its exact result type). A tool "
                     "that needs approval takes the `approval` pre-execute gave. With an Idempotency-Key, a repeat "
                     "with the same arguments answers the first response again and does nothing. 400: malformed "
-                    "arguments (`details.fields` names them). 403: approval required, pending or declined, or an "
-                    "object this account may not act on. 404: a "
+                    "arguments (`details.fields` names them). 403: `approval_required` (no valid, unused "
+                    "approval for these arguments), `approval_pending` (taken on Arkme's page, not answered yet), "
+                    "`approval_declined` (declined there), or an object this account may not act on. 404: a "
                     "tool this session does not show, or an unknown session. 409: the state changed (a stale "
                     "revision, an ended operation, a reused Idempotency-Key). 413: too large. 422: content "
                     "refused (an image's size, format or bytes). 429 `throttled`: past a limit on calls per "

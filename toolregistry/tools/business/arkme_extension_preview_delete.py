@@ -9,6 +9,7 @@ from toolregistry.metadata import (
     ApprovalCard,
     Effect,
     Kind,
+    PageDetails,
     Phase,
     ToolContext,
     ToolDefinition,
@@ -66,6 +67,13 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
     return ApprovalCard(title=title, body=body)
 
 
+def describe_page(context: ToolContext, arguments: Mapping[str, Any]) -> PageDetails:
+    # The images that stay, in the order they will be shown: the gallery as the call leaves it.
+    doomed = set(arguments["items"])
+    order = context.ports.galleries.item_order(account=context.account, extension=arguments["extension"])
+    return {"images": [{"extension": arguments["extension"], "item": item} for item in order if item not in doomed]}
+
+
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval)
+                          execute=execute, describe_approval=describe_approval, describe_page=describe_page)

@@ -9,6 +9,7 @@ from toolregistry.metadata import (
     ApprovalCard,
     Effect,
     Kind,
+    PageDetails,
     Phase,
     ToolContext,
     ToolDefinition,
@@ -66,6 +67,11 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
     return ApprovalCard(title=title, body=body)
 
 
+def describe_page(context: ToolContext, arguments: Mapping[str, Any]) -> PageDetails:
+    # The images in the new order: the order the call names is the gallery it leaves.
+    return {"images": [{"extension": arguments["extension"], "item": item} for item in arguments["order"]]}
+
+
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval)
+                          execute=execute, describe_approval=describe_approval, describe_page=describe_page)

@@ -9,6 +9,7 @@ from toolregistry.metadata import (
     ApprovalCard,
     Effect,
     Kind,
+    PageDetails,
     Phase,
     ToolContext,
     ToolDefinition,
@@ -67,6 +68,11 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
     return ApprovalCard(title=title, body=body)
 
 
+def describe_page(context: ToolContext, arguments: Mapping[str, Any]) -> PageDetails:
+    return {"people": context.ports.group_members.names_to_add(
+        account=context.account, source_ref=arguments["source_ref"], candidate_refs=arguments["candidate_refs"])}
+
+
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval)
+                          execute=execute, describe_approval=describe_approval, describe_page=describe_page)

@@ -9,6 +9,7 @@ from toolregistry.metadata import (
     ApprovalCard,
     Effect,
     Kind,
+    PageDetails,
     Phase,
     ToolContext,
     ToolDefinition,
@@ -80,8 +81,14 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
     )
 
 
+def describe_page(context: ToolContext, arguments: Mapping[str, Any]) -> PageDetails:
+    new_id = context.ports.accounts.checked_arkme_id(arkme_id=arguments["arkme_id"])
+    old_id = context.ports.accounts.account_view(account=context.account)["arkme_id"]
+    return {"id_change": {"old": old_id, "new": new_id}}
+
+
 def definition() -> ToolDefinition:
     return ToolDefinition(
         name="arkme_id_change", description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-        execute=execute, describe_approval=describe_approval,
+        execute=execute, describe_approval=describe_approval, describe_page=describe_page,
     )

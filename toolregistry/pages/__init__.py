@@ -1,0 +1,1 @@
+"""Arkme's own pages for the people its sessions act for (the approval page)."""
