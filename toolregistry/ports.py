@@ -85,6 +85,10 @@ class GroupMemberPort(Protocol):
 
     def describe_add(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> CardText: ...
 
+    def group_of(self, *, account: AccountKey, source_ref: str) -> str:
+        """The public id of the group a source ref names, for a current member only."""
+        ...
+
 
 @dataclass(frozen=True)
 class Ports:

@@ -66,6 +66,11 @@ def describe_approval(context: ToolContext, arguments: Mapping[str, Any]) -> App
     return ApprovalCard(title=title, body=body)
 
 
+def grant_target(context: ToolContext, arguments: Mapping[str, Any]) -> str:
+    """A standing grant covers later reorders of this one extension's gallery."""
+    return f"extension:{arguments['extension']}"
+
+
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval)
+                          execute=execute, describe_approval=describe_approval, grant_target=grant_target)

@@ -1,0 +1,1 @@
+"""Arkme's own pages for the signed-in account (not DSH's API)."""
