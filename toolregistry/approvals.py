@@ -110,7 +110,7 @@ def approval_issue(*, session: AgentSession, tool_name: str, digest: str, offer:
 
 
 def approval_consume(*, session: AgentSession, tool_name: str, digest: str, token: object,
-                     offer: Offer, scope: str | None = None) -> UsedApproval:
+                     offer: Offer | None = None, scope: str | None = None) -> UsedApproval:
     """Use the approval up, or raise ``403 approval_required`` saying why it does not count
     (``400 invalid_request`` for a ``scope`` its card did not offer).
 
@@ -132,10 +132,11 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
         raise
 
 
-def _consume(*, session: AgentSession, tool_name: str, digest: str, token: object, offer: Offer,
+def _consume(*, session: AgentSession, tool_name: str, digest: str, token: object, offer: Offer | None,
              scope: str | None) -> UsedApproval:
     if isinstance(token, SealedApproval):
-        spent = _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=token, offer=offer)
+        spent = _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=token,
+                              offer=offer or Offer(scopes=(ApprovalScope.ONCE,), target=""))
         _used()
         return UsedApproval(pk=spent.pk, scope=spent.scope, target=spent.target, via=ApprovalVia.MCP_FORM)
     if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 100:

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from arkme.kernel.admin import RECENT_ROWS, ReadOnlyAdminMixin, recent_rows
+from arkme.kernel.admin import RECENT_ROWS, EstimatedCountPaginator, ReadOnlyAdminMixin, recent_rows
 
 from .models import ApprovalDecision, ApprovalVia, StandingGrant, ToolCall
 from .standing_grants import standing_grant_revoke
@@ -39,6 +39,9 @@ class DecisionInline(_ReadOnlyInline):
     fields = ("created_at", "decision", "via", "tool_name", "approval", "standing_grant")
     readonly_fields = fields
     ordering = ("id",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ApprovalDecision]:
+        return super().get_queryset(request).select_related("approval", "standing_grant")
 
 
 class CallDecisionInline(DecisionInline):
@@ -69,6 +72,13 @@ def approval_history(call: ToolCall) -> str:
                        more_label="The whole record")
 
 
+def _link(view: str, pk: int | None) -> str:
+    """A link to a related row by its id, read from this row: no statement per row."""
+    if pk is None:
+        return "—"
+    return format_html('<a href="{}">{}</a>', reverse(view, args=[pk]), pk)
+
+
 def _state(grant: StandingGrant, now: Any) -> str:
     if grant.revoked_at is not None:
         return f"revoked ({grant.revoked_via})"
@@ -80,7 +90,7 @@ def _state(grant: StandingGrant, now: Any) -> str:
 @admin.register(StandingGrant)
 class StandingGrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "tool_name", "target", "account", "session", "expires_at", "state")
-    list_filter = ("tool_name", ("revoked_at", admin.EmptyFieldListFilter))
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
     list_select_related = ("session__account",)
     search_fields = ("=session__public_id", "=target")
     actions = ["revoke"]
@@ -110,17 +120,25 @@ class StandingGrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(ApprovalDecision)
 class ApprovalDecisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("created_at", "decision", "via", "tool_name", "session_public_id", "approval", "standing_grant",
+    list_display = ("created_at", "decision", "via", "tool_name", "session_public_id", "approval_row", "grant_row",
                     "call")
-    list_filter = ("decision", "via", "tool_name")
+    # Choices known without reading the table (a tool-name filter would scan it for its values).
+    list_filter = ("decision", "via")
     search_fields = ("=session_public_id",)
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+
+    @admin.display(description="approval")
+    def approval_row(self, decision: ApprovalDecision) -> str:
+        return _link("admin:toolregistry_approvalgrant_change", decision.approval_id)
+
+    @admin.display(description="standing grant")
+    def grant_row(self, decision: ApprovalDecision) -> str:
+        return _link("admin:toolregistry_standinggrant_change", decision.standing_grant_id)
 
     @admin.display(description="call")
     def call(self, decision: ApprovalDecision) -> str:
-        if decision.tool_call_id is None:
-            return "—"
-        url = reverse("admin:toolregistry_toolcall_change", args=[decision.tool_call_id])
-        return format_html('<a href="{}">{}</a>', url, decision.tool_call_id)
+        return _link("admin:toolregistry_toolcall_change", decision.tool_call_id)
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False  # append-only: retention is `arkme_audit prune`

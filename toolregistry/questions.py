@@ -18,10 +18,11 @@ from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError
 from arkme.kernel.metrics import APPROVALS
 from arkme.kernel.tracing import event
 
+from .approval_record import approval_recorded
 from .approvals import SealedApproval
 from .calls import Call
 from .execution import approval_card, tool_declined
-from .models import ApprovalScope
+from .models import ApprovalDecision, ApprovalScope, ApprovalVia
 from .standing_grants import call_offer
 
 APPROVAL_KEY = "approval"
@@ -73,6 +74,10 @@ def approval_by_question(call: Call, asker: Asker) -> SealedApproval:
         key = f"{APPROVAL_KEY}.{secrets.token_urlsafe(16)}.{int(time.time())}.{_digest(text)}"
         APPROVALS.labels("asked").inc()
         event("arkme.approval.asked")
+        # Nothing of the question is stored (its answer travels sealed), but the record keeps
+        # that it was asked; the approval's row, made when the answer is used, has the rest.
+        approval_recorded(decision=ApprovalDecision.Kind.ASKED, via=ApprovalVia.MCP_FORM,
+                          session_public_id=call.session.public_id, tool_name=call.known.metadata.name)
         asker.ask(key, text, schema)
         raise AssertionError("an Asker asks a new question before it answers")  # pragma: no cover
     _, nonce, asked_at, card_digest = asked[0].split(".")

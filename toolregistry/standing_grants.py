@@ -21,7 +21,7 @@ from arkme.accounts.models import Account
 from arkme.kernel.errors import ApprovalRequired, NotFound
 
 from .approval_record import approval_recorded
-from .approvals import Offer, approval_consume, approval_expired_recorded
+from .approvals import Offer, SealedApproval, approval_consume, approval_expired_recorded
 from .calls import Call
 from .models import ApprovalDecision, ApprovalScope, ApprovalVia, StandingGrant
 
@@ -56,7 +56,7 @@ def standing_grant_covering(call: Call, *, lock: bool = False) -> StandingGrant 
     grants = _live(StandingGrant.objects.filter(session=call.session, tool_name=call.known.metadata.name,
                                                 target=target))
     if lock:
-        grants = grants.select_for_update()
+        grants = grants.select_for_update(of=("self",))  # the grant's row, not its session's
     return grants.order_by("-id").first()
 
 
@@ -74,8 +74,11 @@ def call_allowed(call: Call, *, tool_call: int | None) -> Allowed:
                               session_public_id=session.public_id, tool_name=tool_name, standing_grant=grant,
                               tool_call=tool_call)
             return Allowed(standing_grant=grant.pk)
+    # A sealed answer is stored only now, with what its card offered; a token's offer was
+    # stored when it was issued.
+    offer = call_offer(call) if isinstance(call.approval, SealedApproval) else None
     used = approval_consume(session=session, tool_name=tool_name, digest=call.digest, token=call.approval,
-                            offer=call_offer(call), scope=call.scope)
+                            offer=offer, scope=call.scope)
     opened = None
     if used.scope == ApprovalScope.SESSION:
         opened = StandingGrant.objects.create(

@@ -242,3 +242,26 @@ def test_the_admin_shows_a_calls_approval_history(gs, filled, staff):
     assert "approval history" in approval and approval.count("<td class=\"field-decision\">") >= 3
     decisions = staff.get("/admin/toolregistry/approvaldecision/")
     assert decisions.status_code == 200 and f"/admin/toolregistry/toolcall/{first.pk}/change/" in decisions.content.decode()
+
+
+def test_the_decision_list_does_not_grow_with_the_record(staff, dsh, session):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def grow(to):
+        have = ApprovalDecision.objects.count()
+        ApprovalDecision.objects.bulk_create([
+            ApprovalDecision(session_public_id=session, tool_name="arkme_id_change", decision="asked", via="host")
+            for _ in range(have, to)])
+
+    def statements():
+        staff.get("/admin/toolregistry/approvaldecision/")
+        with CaptureQueriesContext(connection) as queries:
+            assert staff.get("/admin/toolregistry/approvaldecision/").status_code == 200
+        return len(queries)
+
+    ask(dsh, session, "arkme_id_change", {"arkme_id": "alice_many"})
+    grow(10)
+    small = statements()
+    grow(300)
+    assert statements() == small

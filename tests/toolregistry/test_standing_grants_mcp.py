@@ -73,6 +73,10 @@ def test_the_form_offers_the_scope_and_a_grant_covers_the_next_reorder(host, gal
     assert [(c.approval_id is not None, c.standing_grant_id) for c in calls] == [(True, grant.pk), (False, grant.pk)]
     used = ApprovalDecision.objects.filter(decision="used").order_by("id")
     assert [(u.via, u.tool_call_id) for u in used] == [("mcp_form", calls[0].pk), ("system", calls[1].pk)]
+    record = ApprovalDecision.objects.filter(tool_name=REORDER).order_by("id")
+    assert [(row.decision, row.via) for row in record] == [
+        ("asked", "mcp_form"), ("approved", "mcp_form"), ("used", "mcp_form"), ("used", "system")]
+    assert record[1].approval_id == calls[0].approval_id == grant.approval_id
 
 
 def test_once_asks_every_time_and_delete_offers_no_scope(host, gallery):
