@@ -307,6 +307,7 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     "ENUM_NAME_OVERRIDES": {
         "PhaseEnum": ["core", "attachments"],
+        "ApprovalScopeEnum": ["once", "session"],
         "ErrorCodeEnum": "arkme.kernel.errors.ErrorCode",
     },
 }
