@@ -54,6 +54,9 @@ class Offer:
     target: str
 
 
+ONCE_ONLY = Offer(scopes=(str(ApprovalScope.ONCE),), target="")
+
+
 @dataclass(frozen=True)
 class UsedApproval:
     """An approval a call used: its row, the scope it was used with, and where it was heard."""
@@ -87,14 +90,16 @@ def approval_void(*, session: AgentSession, tool_name: str, digest: str, sealed:
     try:
         return _spend_sealed(session=session, tool_name=tool_name, digest=digest,
                              sealed=SealedApproval(nonce=sealed.nonce, asked_at=sealed.asked_at),
-                             offer=Offer(scopes=(ApprovalScope.ONCE,), target="")).pk
+                             offer=ONCE_ONLY).pk
     except ApprovalRequired:
         return None  # already spent or expired: unusable either way
 
 
-def approval_issue(*, session: AgentSession, tool_name: str, digest: str, offer: Offer,
+def approval_issue(*, session: AgentSession, tool_name: str, digest: str, offer: Offer | None = None,
                    card: dict[str, Any] | None = None, via: ApprovalVia = ApprovalVia.HOST) -> IssuedApproval:
-    """A new approval for the card the human is shown, recorded as ``asked``."""
+    """A new approval for the card the human is shown, recorded as ``asked``. ``offer``: its
+    scopes and target (``once`` alone when not given)."""
+    offer = offer or ONCE_ONLY
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     expires_at = timezone.now() + timedelta(seconds=settings.ARKME_APPROVAL_TTL_SECONDS)
     grant = ApprovalGrant.objects.create(
@@ -136,7 +141,7 @@ def _consume(*, session: AgentSession, tool_name: str, digest: str, token: objec
              scope: str | None) -> UsedApproval:
     if isinstance(token, SealedApproval):
         spent = _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=token,
-                              offer=offer or Offer(scopes=(ApprovalScope.ONCE,), target=""))
+                              offer=offer or ONCE_ONLY)
         _used()
         return UsedApproval(pk=spent.pk, scope=spent.scope, target=spent.target, via=ApprovalVia.MCP_FORM)
     if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 100:

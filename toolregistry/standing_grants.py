@@ -21,12 +21,11 @@ from arkme.accounts.models import Account
 from arkme.kernel.errors import ApprovalRequired, NotFound
 
 from .approval_record import approval_recorded
-from .approvals import Offer, SealedApproval, approval_consume, approval_expired_recorded
+from .approvals import ONCE_ONLY, Offer, SealedApproval, approval_consume, approval_expired_recorded
 from .calls import Call
 from .models import ApprovalDecision, ApprovalScope, ApprovalVia, StandingGrant
 
-_ONCE = (str(ApprovalScope.ONCE),)
-_WITH_SESSION = (str(ApprovalScope.ONCE), str(ApprovalScope.SESSION))
+_WITH_SESSION = (*ONCE_ONLY.scopes, str(ApprovalScope.SESSION))
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ class Allowed:
 def call_offer(call: Call) -> Offer:
     """The scopes this call's card offers, and the target a standing grant from it would cover."""
     target = call.grant_target
-    return Offer(scopes=_WITH_SESSION if target else _ONCE, target=target)
+    return Offer(scopes=_WITH_SESSION, target=target) if target else ONCE_ONLY
 
 
 def _live(queryset: QuerySet[StandingGrant]) -> QuerySet[StandingGrant]:

@@ -265,3 +265,14 @@ def test_the_decision_list_does_not_grow_with_the_record(staff, dsh, session):
     small = statements()
     grow(300)
     assert statements() == small
+
+
+def test_the_schema_states_the_scopes_on_the_card_and_the_scope_on_execute(db):
+    from rest_framework.test import APIClient
+
+    schemas = APIClient().get("/dsh/v1/schema/?format=json").json()["components"]["schemas"]
+    assert schemas["CardView"]["properties"]["scopes"]["items"] == {"$ref": "#/components/schemas/ApprovalScopeEnum"}
+    assert "scopes" in schemas["CardView"]["required"]
+    assert schemas["ApprovalScopeEnum"]["enum"] == ["once", "session"]
+    scope = schemas["ExecuteRequest_arkme_extension_preview_reorder"]["properties"]["scope"]
+    assert {"$ref": "#/components/schemas/ApprovalScopeEnum"} in scope["oneOf"]
