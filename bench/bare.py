@@ -81,5 +81,5 @@ class FloorCandidatesView(View):
         audit_insert((
             row[0], row[1], "arkme_group_member_candidates", "arkme.group_member.candidates@1", "ok", 200,
             int((time.monotonic() - started) * 1000), False, "rest", current_request_id(),
-            connection.ops.adapt_datetimefield_value(timezone.now())))
+            connection.ops.adapt_datetimefield_value(timezone.now()), None, None))
         return HttpResponse(orjson.dumps(body), content_type="application/json")

@@ -205,5 +205,5 @@ class FloorContextView(DshApiView):
         audit_insert((
             row[0], row[1], "arkme_context", "arkme.context@1", "ok", 200,
             int((time.monotonic() - started) * 1000), False, "rest", current_request_id(),
-            connection.ops.adapt_datetimefield_value(timezone.now())))
+            connection.ops.adapt_datetimefield_value(timezone.now()), None, None))
         return HttpResponse(_json(body), content_type="application/json")

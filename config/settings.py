@@ -175,6 +175,8 @@ ARKME_MCP_HEARTBEAT_SECONDS = env_int("ARKME_MCP_HEARTBEAT_SECONDS", 10)
 # Tools whose approvals every session takes on Arkme's own approval page (names, or *), besides
 # each DSH client's own list (the admin); unknown names stop start-up (toolregistry.apps).
 ARKME_APPROVAL_PAGE_TOOLS = env_names("ARKME_APPROVAL_PAGE_TOOLS")
+# How long a standing grant (an approval with the ``session`` scope) covers later calls.
+ARKME_STANDING_GRANT_SECONDS = env_int("ARKME_STANDING_GRANT_SECONDS", 900)
 ARKME_SESSION_IDLE_SECONDS = env_int("ARKME_SESSION_IDLE_SECONDS", 86400)
 ARKME_ATTACHMENT_MAX_BYTES = env_int("ARKME_ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024)
 ARKME_MESSAGE_MAX_ATTACHMENTS = env_int("ARKME_MESSAGE_MAX_ATTACHMENTS", 20)
@@ -324,6 +326,7 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     "ENUM_NAME_OVERRIDES": {
         "PhaseEnum": ["core", "attachments"],
+        "ApprovalScopeEnum": ["once", "session"],
         "ErrorCodeEnum": "arkme.kernel.errors.ErrorCode",
         "ApprovalStatusEnum": ["pending", "approved", "declined", "expired", "used"],
     },

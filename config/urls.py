@@ -21,6 +21,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("groups/", include("groups.urls")),
+    path("approvals/", include("toolregistry.pages.grants")),
     path("approvals/", include("toolregistry.pages.urls")),
 ]
 

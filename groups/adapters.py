@@ -5,7 +5,15 @@ from typing import Sequence
 
 from arkme.accounts.models import AccountKey
 
-from .selectors import AddMembersView, AddResultView, CandidatesView, GroupRefView, group_refs_view, group_view
+from .selectors import (
+    AddMembersView,
+    AddResultView,
+    CandidatesView,
+    GroupRefView,
+    group_for_source_ref,
+    group_refs_view,
+    group_view,
+)
 from .services import describe_members_add, group_member_candidates, group_members_add, members_add_names
 
 
@@ -39,3 +47,6 @@ class GroupMemberAdapter:
 
     def names_to_add(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> list[str]:
         return members_add_names(account=account, source_ref=source_ref, candidate_refs=candidate_refs)
+
+    def group_of(self, *, account: AccountKey, source_ref: str) -> str:
+        return group_for_source_ref(account, source_ref).public_id

@@ -12,6 +12,7 @@ from arkme.kernel.admin import EstimatedCountPaginator, ReadOnlyAdminMixin
 from arkme.kernel.errors import ErrorCode
 
 from . import admin_page_tools  # noqa: F401 - the DSH client page with its approval-page tools
+from .approvals_admin import ApprovalDecisionInline, CallDecisionInline, approval_history
 from .audit import IN_PROGRESS, INTERRUPTED, INTERRUPTED_AFTER, OK, outcome_seen
 from .catalog import CATALOG
 from .models import ApprovalGrant, IdempotencyRecord, ToolCall
@@ -24,6 +25,7 @@ class ApprovalGrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("session", "tool_name", "created_at", "expires_at", "used_at")
     list_filter = ("tool_name", ("used_at", admin.EmptyFieldListFilter))
     exclude = ("token_hash", "arguments_digest", "page_handle_hash")
+    inlines = [ApprovalDecisionInline]
 
 
 class _FixedChoiceFilter(admin.SimpleListFilter):
@@ -77,6 +79,12 @@ class ToolCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("session__account", "session__client")
     paginator = EstimatedCountPaginator
     show_full_result_count = False
+    inlines = [CallDecisionInline]
+    readonly_fields = ("approval_history",)
+
+    @admin.display(description="approval history")
+    def approval_history(self, call: ToolCall) -> str:
+        return approval_history(call)
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet[Any],
                            search_term: str) -> tuple[QuerySet[Any], bool]:

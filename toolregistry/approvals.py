@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import enum
 import secrets
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,7 +15,15 @@ from django.utils import timezone
 
 from arkme.accounts.models import AccountIdentity
 from arkme.conversations.models import AgentSession
-from arkme.kernel.errors import ApprovalDeclined, ApprovalPending, ApprovalRequired, ErrorCode, Forbidden, NotFound
+from arkme.kernel.errors import (
+    ApprovalDeclined,
+    ApprovalPending,
+    ApprovalRequired,
+    ErrorCode,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+)
 from arkme.kernel.ids import token_digest
 from arkme.kernel.metrics import APPROVALS
 from arkme.kernel.tracing import event
@@ -39,6 +46,7 @@ class ApprovalStatus(enum.StrEnum):
 class IssuedApproval:
     token: str
     expires_at: datetime
+    scopes: tuple[str, ...]
     # The opaque handle of the approval page's address, when the approval is taken there.
     page_handle: str | None = None
 
@@ -47,66 +55,105 @@ class IssuedApproval:
 class SealedApproval:
     """A human's answer to an approval question that travelled sealed (MCP's ``requestState``,
     signed and bound to client, session, tool and arguments): a random nonce and when it was
-    asked. Nothing is stored when the question is asked; the ledger records the nonce when the
-    answer is used, and its uniqueness makes the answer single use."""
+    asked, and the scope the human chose. Nothing is stored when the question is asked; the
+    ledger records the nonce when the answer is used, and its uniqueness makes the answer
+    single use."""
 
     nonce: str
     asked_at: datetime
+    scope: str = ApprovalScope.ONCE
 
     @property
     def token_hash(self) -> str:
         return token_digest("sealed:" + self.nonce)
 
 
-def _spend_sealed(*, session: AgentSession, tool_name: str, digest: str, sealed: SealedApproval) -> None:
+@dataclass(frozen=True)
+class Offer:
+    """What the card of a call offers: its scopes, and the target a standing grant would cover."""
+
+    scopes: tuple[str, ...]
+    target: str
+
+
+ONCE_ONLY = Offer(scopes=(str(ApprovalScope.ONCE),), target="")
+
+
+@dataclass(frozen=True)
+class UsedApproval:
+    """An approval a call used: its row, the scope it was used with, and where it was heard."""
+
+    pk: int
+    scope: str
+    target: str
+    via: ApprovalVia
+
+
+def _spend_sealed(*, session: AgentSession, tool_name: str, digest: str, sealed: SealedApproval,
+                  offer: Offer) -> ApprovalGrant:
     now = timezone.now()
     expires_at = sealed.asked_at + timedelta(seconds=settings.ARKME_APPROVAL_TTL_SECONDS)
     if expires_at <= now:
         raise _refused("expired")
+    scope = _scope_chosen(sealed.scope, offer.scopes)
     try:
         with transaction.atomic():  # a savepoint: a replay fails here and the caller's transaction lives on
-            ApprovalGrant.objects.create(session=session, tool_name=tool_name, arguments_digest=digest,
-                                         token_hash=sealed.token_hash, expires_at=expires_at, used_at=now)
+            return ApprovalGrant.objects.create(
+                session=session, tool_name=tool_name, arguments_digest=digest, token_hash=sealed.token_hash,
+                expires_at=expires_at, used_at=now, scope=scope, scopes_offered=list(offer.scopes),
+                target=offer.target)
     except IntegrityError:
         raise _refused("used") from None
 
 
-def approval_void(*, session: AgentSession, tool_name: str, digest: str, sealed: SealedApproval) -> None:
-    """The human said no: the answer is spent, so replaying the question cannot turn it into a yes."""
+def approval_void(*, session: AgentSession, tool_name: str, digest: str, sealed: SealedApproval) -> int | None:
+    """The human said no: the answer is spent, so replaying the question cannot turn it into a
+    yes. Returns the spent approval's row (None when it was already spent or expired)."""
     try:
-        _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=sealed)
+        return _spend_sealed(session=session, tool_name=tool_name, digest=digest,
+                             sealed=SealedApproval(nonce=sealed.nonce, asked_at=sealed.asked_at),
+                             offer=ONCE_ONLY).pk
     except ApprovalRequired:
-        pass  # already spent or expired: unusable either way
+        return None  # already spent or expired: unusable either way
 
 
-def approval_issue(*, session: AgentSession, tool_name: str, digest: str, card: Mapping[str, Any] | None = None,
+def approval_issue(*, session: AgentSession, tool_name: str, digest: str, offer: Offer | None = None,
+                   card: dict[str, Any] | None = None, via: ApprovalVia = ApprovalVia.HOST,
                    page: bool = False) -> IssuedApproval:
-    """A new approval for this call. ``card``: what the human is shown (kept with it). ``page``:
-    taken on Arkme's page, so it stays pending until the session's account answers there; the
-    page's handle is returned once, and only its digest is stored."""
+    """A new approval for the card the human is shown, recorded as ``asked``. ``offer``: its
+    scopes and target (``once`` alone when not given). ``page``: taken on Arkme's page, so it
+    stays pending until the session's account answers there; the page's handle is returned
+    once, and only its digest is stored."""
+    offer = offer or ONCE_ONLY
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     handle = secrets.token_urlsafe(32) if page else None
     expires_at = timezone.now() + timedelta(seconds=settings.ARKME_APPROVAL_TTL_SECONDS)
-    ApprovalGrant.objects.create(
+    grant = ApprovalGrant.objects.create(
         session=session, tool_name=tool_name, arguments_digest=digest,
-        token_hash=token_digest(token), expires_at=expires_at, card=dict(card or {}),
+        token_hash=token_digest(token), expires_at=expires_at,
+        scopes_offered=list(offer.scopes), target=offer.target, card=card or {},
         page_handle_hash=token_digest(handle) if handle else None,
     )
+    approval_recorded(decision=ApprovalDecision.Kind.ASKED, via=via, session_public_id=session.public_id,
+                      tool_name=tool_name, approval=grant)
     APPROVALS.labels("asked").inc()
     event("arkme.approval.asked", **{"arkme.approval.page": page})
-    return IssuedApproval(token=token, expires_at=expires_at, page_handle=handle)
+    return IssuedApproval(token=token, expires_at=expires_at, scopes=offer.scopes, page_handle=handle)
 
 
-def approval_consume(*, session: AgentSession, tool_name: str, digest: str, token: object) -> None:
-    """Use the approval up, or raise ``403 approval_required`` saying why it does not count.
+def approval_consume(*, session: AgentSession, tool_name: str, digest: str, token: object,
+                     offer: Offer | None = None, scope: str | None = None) -> UsedApproval:
+    """Use the approval up, or raise ``403 approval_required`` saying why it does not count
+    (``400 invalid_request`` for a ``scope`` its card did not offer).
 
     The use is one conditional UPDATE, so two calls racing with one token cannot both win.
     Called inside the call's transaction: if the call fails, the approval is still unused.
-    A refusal is counted here, where it leaves for the caller (``approval_void`` makes and
-    swallows the same errors, which refuse nobody).
+    ``offer``: the call's scopes and target, for a sealed answer (a token's were stored when
+    it was issued). A refusal is counted here, where it leaves for the caller
+    (``approval_void`` makes and swallows the same errors, which refuse nobody).
     """
     try:
-        _consume(session=session, tool_name=tool_name, digest=digest, token=token)
+        return _consume(session=session, tool_name=tool_name, digest=digest, token=token, offer=offer, scope=scope)
     except (ApprovalRequired, ApprovalPending, ApprovalDeclined) as refused:
         reason = str(refused.details.get("reason"))
         APPROVALS.labels(f"refused_{reason}").inc()
@@ -117,36 +164,39 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
         raise
 
 
-def _consume(*, session: AgentSession, tool_name: str, digest: str, token: object) -> None:
+def _consume(*, session: AgentSession, tool_name: str, digest: str, token: object, offer: Offer | None,
+             scope: str | None) -> UsedApproval:
     if isinstance(token, SealedApproval):
-        _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=token)
+        spent = _spend_sealed(session=session, tool_name=tool_name, digest=digest, sealed=token,
+                              offer=offer or ONCE_ONLY)
         _used()
-        return
+        return UsedApproval(pk=spent.pk, scope=spent.scope, target=spent.target, via=ApprovalVia.MCP_FORM)
     if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 100:
         raise _refused("missing" if not token else "invalid")
-    token_hash = token_digest(token)
     now = timezone.now()
-    # A page approval counts once its account approved it there, and never once declined: in
-    # the same statement, so an answer on the page and a use cannot pass each other.
-    used = ApprovalGrant.objects.filter(
-        Q(page_handle_hash__isnull=True) | Q(approved_at__isnull=False),
-        token_hash=token_hash, session=session, tool_name=tool_name,
-        arguments_digest=digest, used_at__isnull=True, declined_at__isnull=True, expires_at__gt=now,
-    ).update(used_at=_not_before_approval(now))
-    if used == 1:
-        _used()
-        return
-    grant = ApprovalGrant.objects.filter(token_hash=token_hash).first()
+    grant = ApprovalGrant.objects.filter(token_hash=token_digest(token)).first()
     if grant is None or grant.session_id != session.pk:
         raise _refused("invalid")
     if grant.tool_name != tool_name or grant.arguments_digest != digest:
         raise _refused("other_arguments")
-    status = _status_of(grant, now)
-    if status is ApprovalStatus.DECLINED:
-        raise ApprovalDeclined(details={"reason": "declined"})
-    if status is ApprovalStatus.PENDING:
-        raise ApprovalPending(details={"reason": "pending"})
-    raise _refused("used" if status is ApprovalStatus.USED else "expired")
+    chosen = _scope_chosen(scope or grant.scope, grant.scopes_offered)
+    # A page approval counts once its account approved it there, and never once declined: in
+    # the same statement, so an answer on the page and a use cannot pass each other.
+    used = ApprovalGrant.objects.filter(
+        Q(page_handle_hash__isnull=True) | Q(approved_at__isnull=False),
+        pk=grant.pk, used_at__isnull=True, declined_at__isnull=True, expires_at__gt=now,
+    ).update(used_at=_not_before_approval(now), scope=chosen)
+    if used != 1:
+        grant.refresh_from_db()
+        status = _status_of(grant, now)
+        if status is ApprovalStatus.DECLINED:
+            raise ApprovalDeclined(details={"reason": "declined"})
+        if status is ApprovalStatus.PENDING:
+            raise ApprovalPending(details={"reason": "pending"})
+        raise _refused("used" if status is ApprovalStatus.USED else "expired")
+    _used()
+    via = ApprovalVia.PAGE if grant.page_handle_hash else ApprovalVia.HOST
+    return UsedApproval(pk=grant.pk, scope=chosen, target=grant.target, via=via)
 
 
 def _not_before_approval(now: datetime) -> Greatest:
@@ -154,6 +204,28 @@ def _not_before_approval(now: datetime) -> Greatest:
     waited on the row while the page's answer committed was timed before it; the record still
     reads approved, then used."""
     return Greatest(Value(now), Coalesce(F("approved_at"), Value(now)))
+
+
+def _scope_chosen(scope: str, offered: list[str] | tuple[str, ...]) -> str:
+    """The scope an approval is used with: ``once``, or one its card offered."""
+    if scope == ApprovalScope.ONCE:
+        return ApprovalScope.ONCE
+    if scope not in offered:
+        raise InvalidRequest("This approval's card did not offer that scope.",
+                             details={"fields": ["scope"], "scopes": list(offered or [ApprovalScope.ONCE])})
+    return scope
+
+
+def approval_expired_recorded(*, session: AgentSession, tool_name: str, token: object) -> None:
+    """Keep the expiry of an approval a call was refused for, once per approval. Called after
+    the call's transaction rolled back (a row written inside it would go with it)."""
+    approval = None
+    if isinstance(token, str) and token.startswith(TOKEN_PREFIX) and len(token) <= 100:
+        approval = ApprovalGrant.objects.filter(token_hash=token_digest(token), session=session).first()
+        if approval is None or approval.decisions.filter(decision=ApprovalDecision.Kind.EXPIRED).exists():
+            return
+    approval_recorded(decision=ApprovalDecision.Kind.EXPIRED, via=ApprovalVia.SYSTEM,
+                      session_public_id=session.public_id, tool_name=tool_name, approval=approval)
 
 
 def _used() -> None:

@@ -40,7 +40,7 @@ from arkme.kernel.batches import delete_in_batches
 from arkme.kernel.logs import current_request_id
 from arkme.kernel.sql import column, default_db, field_of, hot_cursor, table
 
-from .models import Surface, ToolCall
+from .models import ApprovalDecision, Surface, ToolCall
 
 OK = "ok"
 SERVER_ERROR = "server_error"
@@ -54,8 +54,10 @@ INTERRUPTED_AFTER = timedelta(minutes=15)
 NO_STATUS = 0
 
 _COLUMNS = ("session", "session_public_id", "tool_name", "tool_id", "outcome", "http_status", "duration_ms",
-            "replayed", "surface", "request_id", "created_at")
-_ENDING = ("outcome", "http_status", "duration_ms")
+            "replayed", "surface", "request_id", "created_at", "approval", "standing_grant")
+# A write's ending names what allowed it: the approval it used or the standing grant that
+# covered it (known only once the effect ran, in the same transaction as the use).
+_ENDING = ("outcome", "http_status", "duration_ms", "approval", "standing_grant")
 # One row, as a SELECT of nothing but its values, committing asynchronously. The casts type the
 # values with server-side binding (the default on PostgreSQL), where a bare parameter in a
 # SELECT list would be text.
@@ -105,24 +107,27 @@ def _asynchronous(vendor: str) -> bool:
 
 
 def _row(session: AgentSession, tool_name: str, tool_id: str, outcome: str, http_status: int, duration_ms: int,
-         replayed: bool, surface: Surface) -> tuple[object, ...]:
+         replayed: bool, surface: Surface, approval: int | None = None) -> tuple[object, ...]:
     return (session.pk, session.public_id, tool_name[:64], tool_id, outcome[:64], http_status, duration_ms,
-            replayed, str(surface), current_request_id(), connection.ops.adapt_datetimefield_value(timezone.now()))
+            replayed, str(surface), current_request_id(), connection.ops.adapt_datetimefield_value(timezone.now()),
+            approval, None)
 
 
 def insert_row(row: tuple[object, ...]) -> None:
-    """Insert one audit row, its values as ``_COLUMNS`` in order (``session`` as its primary
-    key), committed before this returns (asynchronously on PostgreSQL, see the docstring)."""
+    """Insert one audit row, its values as ``_COLUMNS`` in order (``session``, ``approval`` and
+    ``standing_grant`` as primary keys), committed before this returns (asynchronously on PostgreSQL, see the docstring)."""
     with hot_cursor() as cursor:
         vendor = cursor.db.vendor
         cursor.execute(_insert_sql(vendor, _asynchronous(vendor), False), row)
 
 
 def tool_call_record(*, session: AgentSession, tool_name: str, tool_id: str, outcome: str, http_status: int,
-                     duration_ms: int, replayed: bool, surface: Surface = Surface.REST) -> None:
+                     duration_ms: int, replayed: bool, surface: Surface = Surface.REST,
+                     approval: int | None = None) -> None:
     """Audit one finished call before it answers; a database error is raised, not swallowed,
-    so a call whose row cannot be written does not answer as if it had been."""
-    insert_row(_row(session, tool_name, tool_id, outcome, http_status, duration_ms, replayed, surface))
+    so a call whose row cannot be written does not answer as if it had been. ``approval``: the
+    approval the call was about (a declined one)."""
+    insert_row(_row(session, tool_name, tool_id, outcome, http_status, duration_ms, replayed, surface, approval))
 
 
 def tool_call_begin(*, session: AgentSession, tool_name: str, tool_id: str, replayed: bool = False,
@@ -136,16 +141,20 @@ def tool_call_begin(*, session: AgentSession, tool_name: str, tool_id: str, repl
         return int(cursor.fetchone()[0])
 
 
-def tool_call_end(call: int, *, outcome: str, http_status: int, duration_ms: int) -> None:
-    """How a begun call ended, written before it answers."""
+def tool_call_end(call: int, *, outcome: str, http_status: int, duration_ms: int, approval: int | None = None,
+                  standing_grant: int | None = None) -> None:
+    """How a begun call ended, and what allowed it, written before it answers."""
     with hot_cursor() as cursor:
         vendor = cursor.db.vendor
-        cursor.execute(_end_sql(vendor, _asynchronous(vendor)), (outcome[:64], http_status, duration_ms, call))
+        cursor.execute(_end_sql(vendor, _asynchronous(vendor)),
+                       (outcome[:64], http_status, duration_ms, approval, standing_grant, call))
 
 
 def tool_calls_prune(*, older_than_days: int, batch_size: int = 5000) -> int:
     """Delete audit rows older than ``older_than_days``, a batch per statement. Returns how many."""
     if older_than_days < 1:
         raise ValueError("older_than_days must be at least 1")
-    return delete_in_batches(ToolCall.objects.filter(created_at__lt=timezone.now() - timedelta(days=older_than_days)),
-                             batch_size)
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    # The approval record goes with the calls it explains, kept as long.
+    delete_in_batches(ApprovalDecision.objects.filter(created_at__lt=cutoff), batch_size)
+    return delete_in_batches(ToolCall.objects.filter(created_at__lt=cutoff), batch_size)

@@ -40,6 +40,9 @@ class Call:
     surface: Surface
     idempotency_key: str | None = None
     approval: object = None
+    # The scope the human chose for the approval presented (``once`` or ``session``), when
+    # the door heard it beside the approval (REST ``execute``); None: as the approval says.
+    scope: str | None = None
     _checked: dict[str, Any] | ArkmeError | None = field(default=None, init=False, repr=False)
 
     @property
@@ -79,6 +82,13 @@ class Call:
         return arguments_digest(self.known.metadata.name, self.arguments())
 
     @cached_property
+    def grant_target(self) -> str:
+        """What a standing grant for this call covers (the tool's ``grant_target``), or ""
+        for a tool that offers none. Raises the call's error (a bad ref, a group left)."""
+        hook = self.known.definition.grant_target
+        return "" if hook is None else hook(self.context, self.arguments())
+
+    @cached_property
     def context(self) -> ToolContext:
         session = self.session
         return ToolContext(
@@ -89,7 +99,7 @@ class Call:
 
 
 def call_for(*, client: DshClient, session: AgentSession, name: str, arguments: Any, surface: Surface,
-             idempotency_key: str | None = None, approval: object = None,
+             idempotency_key: str | None = None, approval: object = None, scope: str | None = None,
              toolset: Toolset | None = None) -> Call:
     """The call of ``name`` in this session, its tool looked up here once. ``toolset``: the
     session's, when the door has already looked it up in this request."""
@@ -97,4 +107,4 @@ def call_for(*, client: DshClient, session: AgentSession, name: str, arguments: 
         toolset = session_toolset(session)
     return Call(client=client, session=session, name=str(name), tool=toolset.get(str(name)),
                     raw_arguments=arguments, surface=surface, idempotency_key=idempotency_key,
-                    approval=approval)
+                    approval=approval, scope=scope)

@@ -12,18 +12,20 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, transaction
 from opentelemetry.trace import StatusCode
 
-from arkme.kernel.errors import ArkmeError, CallCancelled
+from arkme.kernel.errors import ApprovalRequired, ArkmeError, CallCancelled
 from arkme.kernel.metrics import APPROVALS, TOOL_CALLS, TOOL_SECONDS
 from arkme.kernel.tracing import span as traced_span
 
 from .approval_page import approval_page_required, approval_page_url
-from .approvals import SealedApproval, approval_consume, approval_issue, approval_void
+from .approval_record import approval_recorded
+from .approvals import SealedApproval, approval_issue, approval_void
 from .audit import OK, SERVER_ERROR, tool_call_begin, tool_call_end, tool_call_record
 from .calls import Call
 from .idempotency import CallResult, idempotency_claim, idempotency_complete, idempotency_release
 from .limits import call_limit
 from .metadata import ApprovalCard, Effect, PageDetails
-from .models import IdempotencyRecord, IdempotencyStatus
+from .models import ApprovalDecision, ApprovalVia, IdempotencyRecord, IdempotencyStatus
+from .standing_grants import Allowed, call_allowed, call_offer, call_refusal_recorded, standing_grant_covering
 
 logger = logging.getLogger(__name__)
 
@@ -61,36 +63,45 @@ def _pre_execute(call: Call) -> dict[str, Any]:
             call.arguments()
             return {"decision": "allow"}
         card = approval_card(call)
+        offer = call_offer(call)
+        if standing_grant_covering(call) is not None:
+            return {"decision": "allow"}  # a standing grant covers it: nobody is asked
         name = call.known.metadata.name
         page = approval_page_required(client=call.client, tool_name=name)
         details = approval_page_details(call) if page else None
     except ArkmeError as error:
         return {"decision": "deny", "error": error.as_error()}
-    shown: dict[str, Any] = {"title": card.title, "body": card.body}
-    issued = approval_issue(session=call.session, tool_name=name, digest=call.digest,
-                            card={**shown, "details": details} if page else shown, page=page)
+    shown: dict[str, Any] = {"title": card.title, "body": card.body, "scopes": list(offer.scopes)}
+    issued = approval_issue(session=call.session, tool_name=name, digest=call.digest, offer=offer,
+                            card={**shown, "details": details} if page else shown, page=page,
+                            via=ApprovalVia.PAGE if page else ApprovalVia.HOST)
     decision: dict[str, Any] = {"decision": "ask", "approval": issued.token}
     if issued.page_handle is not None:
         decision["approval_url"] = approval_page_url(issued.page_handle)
     return {**decision, "expires_at": issued.expires_at.isoformat(), "card": shown}
 
 
-def _perform(call: Call) -> CallResult:
-    """The tool's effect, with the approval used up in the same transaction when it needs one."""
+def _perform(call: Call, *, begun: int | None) -> tuple[CallResult, Allowed | None]:
+    """The tool's effect, with the approval used up (or the standing grant applied) in the same
+    transaction when it needs one; what allowed it comes back for the audit row ``begun``."""
     tool = call.known
+    allowed = None
     try:
         arguments = call.arguments()
         if call.needs_approval:
-            # One transaction: if the call fails, the approval is still unused.
-            with transaction.atomic():
-                approval_consume(session=call.session, tool_name=tool.metadata.name, digest=call.digest,
-                                 token=call.approval)
-                result = tool.definition.execute(call.context, arguments)
+            try:
+                # One transaction: if the call fails, the approval is still unused.
+                with transaction.atomic():
+                    allowed = call_allowed(call, tool_call=begun)
+                    result = tool.definition.execute(call.context, arguments)
+            except ApprovalRequired as refused:
+                call_refusal_recorded(call, refused)
+                raise
         else:
             result = tool.definition.execute(call.context, arguments)
     except ArkmeError as error:
-        return CallResult(error.http_status, error.as_envelope())
-    return CallResult(200, {"result": result})
+        return CallResult(error.http_status, error.as_envelope()), None
+    return CallResult(200, {"result": result}), allowed
 
 
 def tool_declined(call: Call, *, approval: SealedApproval, error: ArkmeError) -> CallResult:
@@ -99,7 +110,11 @@ def tool_declined(call: Call, *, approval: SealedApproval, error: ArkmeError) ->
     APPROVALS.labels("declined").inc()
     tool = call.known
     with transaction.atomic():
-        approval_void(session=call.session, tool_name=tool.metadata.name, sealed=approval, digest=call.digest)
+        voided = approval_void(session=call.session, tool_name=tool.metadata.name, sealed=approval, digest=call.digest)
+        if voided is not None:
+            approval_recorded(decision=ApprovalDecision.Kind.DECLINED, via=ApprovalVia.MCP_FORM,
+                              session_public_id=call.session.public_id, tool_name=tool.metadata.name,
+                              approval=voided)
         tool_call_record(session=call.session, tool_name=tool.metadata.name, tool_id=tool.metadata.id,
                          outcome=str(error.code), http_status=error.http_status, duration_ms=0,
                          replayed=False, surface=call.surface)
@@ -157,6 +172,7 @@ def _execute(call: Call) -> CallResult:
     record: IdempotencyRecord | None = None
     result: CallResult | None = None
     begun: int | None = None  # a write's audit row, written before its effect
+    allowed: Allowed | None = None
     try:
         try:
             tool = call.known
@@ -173,7 +189,7 @@ def _execute(call: Call) -> CallResult:
                 if tool.metadata.effect is Effect.WRITE:
                     begun = tool_call_begin(session=call.session, tool_name=tool.metadata.name,
                                             tool_id=tool.metadata.id, surface=call.surface)
-                result = _perform(call)
+                result, allowed = _perform(call, begun=begun)
         except ArkmeError as error:
             result = CallResult(error.http_status, error.as_envelope())
         if record is not None and result.status == CallCancelled.http_status:
@@ -186,10 +202,11 @@ def _execute(call: Call) -> CallResult:
             idempotency_release(record)
         raise
     finally:
-        _audit(call, result, begun=begun, replayed=replayed, seconds=time.monotonic() - started)
+        _audit(call, result, begun=begun, replayed=replayed, seconds=time.monotonic() - started, allowed=allowed)
 
 
-def _audit(call: Call, result: CallResult | None, *, begun: int | None, replayed: bool, seconds: float) -> None:
+def _audit(call: Call, result: CallResult | None, *, begun: int | None, replayed: bool, seconds: float,
+           allowed: Allowed | None = None) -> None:
     status = result.status if result is not None else 500
     if result is None:
         outcome = SERVER_ERROR
@@ -202,20 +219,22 @@ def _audit(call: Call, result: CallResult | None, *, begun: int | None, replayed
         tool_call_record(session=call.session, tool_name=call.name,
                          tool_id=call.tool.metadata.id if call.tool is not None else "", outcome=outcome,
                          http_status=status, duration_ms=int(seconds * 1000), replayed=replayed,
-                         surface=call.surface)
+                         surface=call.surface, approval=allowed.approval if allowed is not None else None)
     else:
-        _end_write(begun, outcome=outcome, http_status=status, duration_ms=int(seconds * 1000))
+        _end_write(begun, outcome=outcome, http_status=status, duration_ms=int(seconds * 1000),
+                   allowed=allowed or Allowed())
     calls, durations = _call_metrics(call.label, outcome, str(call.surface))
     calls.inc()
     durations.observe(seconds)
 
 
-def _end_write(call: int, *, outcome: str, http_status: int, duration_ms: int) -> None:
+def _end_write(call: int, *, outcome: str, http_status: int, duration_ms: int, allowed: Allowed) -> None:
     """A write's row gets its ending. If that cannot be written, the effect has committed and
     its row exists (``in_progress``, an interrupted call to the audit), so the caller gets the
     result rather than an error that would invite a second effect; the failure is logged."""
     try:
-        tool_call_end(call, outcome=outcome, http_status=http_status, duration_ms=duration_ms)
+        tool_call_end(call, outcome=outcome, http_status=http_status, duration_ms=duration_ms,
+                      approval=allowed.approval, standing_grant=allowed.standing_grant)
     except DatabaseError:
         logger.exception("the audit row of a write could not be ended", extra={"tool_call": call, "outcome": outcome})
 

@@ -129,6 +129,9 @@ DescribePage = Callable[[ToolContext, Mapping[str, Any]], PageDetails]
 AskHuman = Callable[[ToolContext, Mapping[str, Any]], "str | None"]
 # Record the human's reply to that question, asked them directly, for this call's object only.
 RecordReply = Callable[[ToolContext, Mapping[str, Any], str], None]
+# What a standing grant from this call's approval would cover: one object the call acts on
+# (an extension, a group), as a stable id that names its kind. Raises the call's error.
+GrantTarget = Callable[[ToolContext, Mapping[str, Any]], str]
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,9 @@ class ToolDefinition:
     # conversation would answer every pending question); REST hosts relay it as a message.
     ask_human: AskHuman | None = field(default=None)
     record_reply: RecordReply | None = field(default=None)
+    # A tool whose card may offer the ``session`` scope names the target a standing grant
+    # covers; a tool without one (delete, the ID change) offers ``once`` alone.
+    grant_target: GrantTarget | None = field(default=None)
 
 
 class ToolModule(Protocol):

@@ -95,6 +95,9 @@ class GroupMemberPort(Protocol):
 
     def names_to_add(self, *, account: AccountKey, source_ref: str, candidate_refs: Sequence[str]) -> list[str]:
         """The display names of the people the add would add or invite, in the call's order."""
+
+    def group_of(self, *, account: AccountKey, source_ref: str) -> str:
+        """The public id of the group a source ref names, for a current member only."""
         ...
 
 

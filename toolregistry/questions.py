@@ -18,9 +18,12 @@ from arkme.kernel.errors import ApprovalDeclined, ApprovalRequired, ArkmeError
 from arkme.kernel.metrics import APPROVALS
 from arkme.kernel.tracing import event
 
+from .approval_record import approval_recorded
 from .approvals import SealedApproval
 from .calls import Call
 from .execution import approval_card, tool_declined
+from .models import ApprovalDecision, ApprovalScope, ApprovalVia
+from .standing_grants import call_offer
 
 APPROVAL_KEY = "approval"
 REPLY_KEY = "reply"
@@ -29,6 +32,12 @@ APPROVE_SCHEMA: dict[str, Any] = {
     "properties": {"approve": {"type": "boolean", "title": "Approve",
                                "description": "Run this call exactly as described."}},
     "required": ["approve"],
+}
+# Offered beside ``approve`` when the card offers a standing grant (``standing_grants``).
+SCOPE_PROPERTY: dict[str, Any] = {
+    "type": "string", "title": "Scope", "enum": ["once", "session"], "default": "once",
+    "description": "once: this call only. session: also later calls of this tool on the same target in this "
+                   "session, for a while.",
 }
 REPLY_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -60,11 +69,16 @@ def approval_by_question(call: Call, asker: Asker) -> SealedApproval:
     asked = asker.answered(APPROVAL_KEY + ".")
     card = approval_card(call)
     text = f"{card.title}\n\n{card.body}"
+    schema = approve_schema(call_offer(call).scopes)
     if not asked:
         key = f"{APPROVAL_KEY}.{secrets.token_urlsafe(16)}.{int(time.time())}.{_digest(text)}"
         APPROVALS.labels("asked").inc()
         event("arkme.approval.asked")
-        asker.ask(key, text, APPROVE_SCHEMA)
+        # Nothing of the question is stored (its answer travels sealed), but the record keeps
+        # that it was asked; the approval's row, made when the answer is used, has the rest.
+        approval_recorded(decision=ApprovalDecision.Kind.ASKED, via=ApprovalVia.MCP_FORM,
+                          session_public_id=call.session.public_id, tool_name=call.known.metadata.name)
+        asker.ask(key, text, schema)
         raise AssertionError("an Asker asks a new question before it answers")  # pragma: no cover
     _, nonce, asked_at, card_digest = asked[0].split(".")
     sealed = SealedApproval(nonce=nonce, asked_at=datetime.fromtimestamp(int(asked_at), tz=UTC))
@@ -73,14 +87,25 @@ def approval_by_question(call: Call, asker: Asker) -> SealedApproval:
         APPROVALS.labels("refused_card_changed").inc()
         event("arkme.approval.refused", **{"arkme.approval.reason": "card_changed"})
         raise ApprovalRequired(details={"reason": "card_changed"})
-    answer = asker.ask(asked[0], text, APPROVE_SCHEMA) or {}
+    answer = asker.ask(asked[0], text, schema) or {}
     approved = answer.get("approve") is True
     event("arkme.approval.decided", **{"arkme.approval.decision": "approved" if approved else "declined"})
     if not approved:
         declined = ApprovalDeclined()
         tool_declined(call, approval=sealed, error=declined)
         raise declined
+    scope = answer.get("scope")
+    if scope == ApprovalScope.SESSION and "scope" in schema["properties"]:
+        return SealedApproval(nonce=sealed.nonce, asked_at=sealed.asked_at, scope=ApprovalScope.SESSION)
     return sealed
+
+
+def approve_schema(scopes: tuple[str, ...]) -> dict[str, Any]:
+    """The approval form: ``approve``, and the choice of scope when the card offers more than once."""
+    if len(scopes) < 2:
+        return APPROVE_SCHEMA
+    properties = {**APPROVE_SCHEMA["properties"], "scope": {**SCOPE_PROPERTY, "enum": list(scopes)}}
+    return {**APPROVE_SCHEMA, "properties": properties}
 
 
 def confirmation_by_question(call: Call, asker: Asker) -> None:

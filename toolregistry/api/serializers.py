@@ -74,6 +74,10 @@ class ArgumentsRequest(StrictSerializer):
 class ExecuteRequest(ArgumentsRequest):
     approval = StringField(max_length=100, required=False, allow_null=True,
                                      help_text="The approval from pre-execute, when the human accepted the card.")
+    scope = serializers.ChoiceField(
+        choices=["once", "session"], required=False, allow_null=True,
+        help_text="The scope the human chose on the card (one of its `scopes`): `session` also covers later "
+                  "calls of this tool in this session on the same target, as a standing grant. Default `once`.")
 
 
 # --- Documented responses ------------------------------------------------------------------
@@ -139,6 +143,10 @@ class MessageRecorded(serializers.Serializer):
 class CardView(serializers.Serializer):
     title = serializers.CharField()
     body = serializers.CharField()
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=["once", "session"]),
+        help_text="The scopes the human may choose: `once`, and `session` where a standing grant can cover later "
+                  "calls on the same target (reorder: the extension; member add: the group).")
 
 
 class PreExecuteDecision(serializers.Serializer):

@@ -307,9 +307,11 @@ class PreExecuteApi(DshApiView):
         description="Asks, before a call runs, whether the human must approve it. `allow`: run it. `ask` (tools "
                     "whose approval is pre-execute): show the card to the human and, if they accept, send the "
                     "`approval` with execute; it is single-use, expires, and holds only for this session, tool "
-                    "and these exact arguments. Where the tool's approvals are taken on Arkme's own page, `ask` "
-                    "also carries `approval_url`: the human approves there, signed in to Arkme, and the approval "
-                    "stays pending until then (see the approval status). `deny`: do not run it; `error` says why. Nothing runs here. "
+                    "and these exact arguments. The card lists the `scopes` the human may choose; `allow` also "
+                    "answers a call a live standing grant covers. Where the tool's approvals are taken on Arkme's "
+                    "own page, `ask` also carries `approval_url`: the human approves there, signed in to Arkme, and "
+                    "the approval stays pending until then (see the approval status). `deny`: do not run it; "
+                    "`error` says why. Nothing runs here. "
                     "400: malformed arguments. 404: a tool this session does not show, or an unknown session.",
     )
     def post(self, request: Request, session: str, name: str) -> Response:
@@ -351,7 +353,9 @@ class ExecuteApi(DshApiView):
         summary="Run a tool call",
         description="Runs a call of a tool the session shows; the answer is `{\"result\": …}`, whose type is "
                     "the tool's (each tool also has an operation of its own with its exact result type). A tool "
-                    "that needs approval takes the `approval` pre-execute gave. With an Idempotency-Key, a repeat "
+                    "that needs approval takes the `approval` pre-execute gave, and the `scope` the human chose "
+                    "(`session` opens a standing grant; 400 when the card did not offer it), or runs without "
+                    "one under a live standing grant. With an Idempotency-Key, a repeat "
                     "with the same arguments answers the first response again and does nothing. 400: malformed "
                     "arguments (`details.fields` names them). 403: `approval_required` (no valid, unused "
                     "approval for these arguments), `approval_pending` (taken on Arkme's page, not answered yet), "
@@ -368,7 +372,7 @@ class ExecuteApi(DshApiView):
         data = _call_request(s.ExecuteRequest, request)
         call = call_for(client=_client(request), session=agent_session, name=name, arguments=data["arguments"],
                         surface=Surface.REST, idempotency_key=idempotency_key_of(request),
-                        approval=data.get("approval"))
+                        approval=data.get("approval"), scope=data.get("scope"))
         outcome = tool_execute(call)
         response = self.rendered(request, outcome.body, outcome.status)
         if outcome.status >= 400:

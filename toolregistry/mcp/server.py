@@ -24,6 +24,7 @@ from ..execution import CallResult, tool_execute, tool_replay, tool_throttled
 from ..models import Surface
 from ..questions import approval_by_question, confirmation_by_question
 from ..registrar import CompiledTool, Toolset
+from ..standing_grants import standing_grant_covering
 from .asking import ElicitationAsker, StreamAsker
 from .exchange import SUPPORTED_VERSIONS, Exchange, current_exchange
 
@@ -109,12 +110,23 @@ def _call(request: HttpRequest, exchange: Exchange, call: Call) -> CallResult:
         throttled = tool_throttled(call)  # nobody is asked about a call that cannot run now
         if throttled is not None:
             return throttled
-    if call.needs_approval:
+    if call.needs_approval and _covered(call):
+        pass  # a live standing grant covers the call: nobody is asked, the pipeline applies it
+    elif call.needs_approval:
         call.approval = (approval_by_question(call, asker) if asker.available
                          else exchange.meta.get(APPROVAL_META))
     elif asker.available:
         confirmation_by_question(call, asker)
     return tool_execute(call)
+
+
+def _covered(call: Call) -> bool:
+    """Whether a live standing grant covers this call; arguments the tool refuses are left to
+    the pipeline, which refuses them the same way on every door."""
+    try:
+        return standing_grant_covering(call) is not None
+    except ArkmeError:
+        return False
 
 
 def _tool_function(tool: CompiledTool) -> Any:

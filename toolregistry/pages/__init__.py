@@ -1,1 +1,2 @@
-"""Arkme's own pages for the people its sessions act for (the approval page)."""
+"""Arkme's own pages for the signed-in account (not DSH's API): the approval page and the
+account's standing grants."""

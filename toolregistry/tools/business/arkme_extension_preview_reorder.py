@@ -72,6 +72,12 @@ def describe_page(context: ToolContext, arguments: Mapping[str, Any]) -> PageDet
     return {"images": [{"extension": arguments["extension"], "item": item} for item in arguments["order"]]}
 
 
+def grant_target(context: ToolContext, arguments: Mapping[str, Any]) -> str:
+    """A standing grant covers later reorders of this one extension's gallery."""
+    return f"extension:{arguments['extension']}"
+
+
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval, describe_page=describe_page)
+                          execute=execute, describe_approval=describe_approval, describe_page=describe_page,
+                          grant_target=grant_target)

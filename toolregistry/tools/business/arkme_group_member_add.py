@@ -73,6 +73,13 @@ def describe_page(context: ToolContext, arguments: Mapping[str, Any]) -> PageDet
         account=context.account, source_ref=arguments["source_ref"], candidate_refs=arguments["candidate_refs"])}
 
 
+def grant_target(context: ToolContext, arguments: Mapping[str, Any]) -> str:
+    """A standing grant covers later additions to this one group, whichever source ref names
+    it (a ref is signed afresh each time the context is read)."""
+    return "group:" + context.ports.group_members.group_of(account=context.account, source_ref=arguments["source_ref"])
+
+
 def definition() -> ToolDefinition:
     return ToolDefinition(name=METADATA.name, description=DESCRIPTION, input_schema=INPUT_SCHEMA,
-                          execute=execute, describe_approval=describe_approval, describe_page=describe_page)
+                          execute=execute, describe_approval=describe_approval, describe_page=describe_page,
+                          grant_target=grant_target)
