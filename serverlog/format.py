@@ -25,7 +25,7 @@ REDACTED = "[redacted]"
 # URL parameters whose value is a secret: an invitation's token (groups/urls.py), a password
 # reset's (django.contrib.auth.urls). tests/arkme/test_logs.py walks every URL pattern and
 # fails on a parameter named like a secret that is not here.
-SECRET_PARAMETERS = frozenset({"token", "uidb64", "key", "secret", "approval", "signature"})
+SECRET_PARAMETERS = frozenset({"token", "uidb64", "key", "secret", "approval", "signature", "handle"})
 # Where no route matched, a path segment that could be a token: a long run of a token's
 # alphabet (token_urlsafe(32) is 43 characters).
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-.~%=]{20,}")

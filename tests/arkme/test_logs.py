@@ -165,17 +165,24 @@ def test_every_url_parameter_named_like_a_secret_is_redacted():
             elif isinstance(entry, URLPattern):
                 yield prefix + str(entry.pattern)
 
-    secretish = {"token", "key", "secret", "signature", "approval", "uidb64", "password", "nonce"}
+    secretish = {"token", "key", "secret", "signature", "approval", "uidb64", "password", "nonce", "handle"}
     found = []
     for route in walk(get_resolver().url_patterns):
         names = set(__import__("re").findall(r"<(?:\w+:)?(\w+)>", route))
         for name in names & secretish:
             assert name in SECRET_PARAMETERS, route
         if names & SECRET_PARAMETERS and not route.startswith("^"):
-            sample = "/" + __import__("re").sub(r"<(?:\w+:)?(\w+)>", lambda m: f"{m.group(1)}-{JOIN_TOKEN}", route)
+            def value(match):
+                converter, name = match.groups()
+                if name in SECRET_PARAMETERS:
+                    return f"{name}-{JOIN_TOKEN}"
+                return "1" if converter == "int" else f"{name}-1"
+
+            sample = "/" + __import__("re").sub(r"<(?:(\w+):)?(\w+)>", value, route)
             assert JOIN_TOKEN not in redacted_path(sample, resolve(sample)), route
             found.append(route)
     assert "groups/join/<str:token>" in found and "accounts/reset/<uidb64>/<token>/" in found
+    assert "approvals/<str:handle>" in found and "dsh/v1/sessions/<str:session>/approvals/<str:approval>" in found
 
 
 def test_paths_without_a_route_lose_their_token_like_segments_and_queries_their_values():

@@ -76,7 +76,7 @@ def test_approvals_are_events_asked_used_refused_expired(spans, dsh, session):
     arguments = {"arkme_id": "alice_traced"}
     decision = dsh.pre_execute(session, "arkme_id_change", arguments).json()
     [asking] = named(spans, "pre_execute arkme_id_change")
-    assert events(asking) == [("arkme.approval.asked", {})]
+    assert events(asking) == [("arkme.approval.asked", {"arkme.approval.page": False})]
     dsh.execute(session, "arkme_id_change", arguments, approval=decision["approval"])
     dsh.execute(session, "arkme_id_change", arguments, approval=decision["approval"])
     used, again = named(spans, "execute_tool arkme_id_change")

@@ -78,7 +78,7 @@ def test_anyone_else_signed_in_gets_403_and_the_approval_stays_pending(asked, wo
     assert staff.post(path, {"decision": "approve"}).status_code == 403  # staff without the account, too
     grant = grant_of(decision)
     assert grant.approved_at is None and grant.declined_at is None
-    assert not ApprovalDecision.objects.exists()
+    assert not ApprovalDecision.objects.exclude(decision="asked").exists()  # only the asking is recorded
 
 
 def test_the_page_shows_the_card_and_the_gallery_as_it_would_become(asked, alice_browser):
@@ -88,7 +88,7 @@ def test_the_page_shows_the_card_and_the_gallery_as_it_would_become(asked, alice
     html = page.content.decode()
     assert decision["card"]["title"].replace("“", "&ldquo;") in html or decision["card"]["title"] in html
     assert 'name="decision" value="approve"' in html and 'name="decision" value="decline"' in html
-    assert "csrfmiddlewaretoken" in html and 'name="scope"' not in html
+    assert "csrfmiddlewaretoken" in html and 'name="scope" value="session"' in html  # a reorder offers a grant
     sources = IMAGE_SRC.findall(page.content)
     assert len(sources) == len(order)
     for source, item in zip(sources, order, strict=True):
@@ -141,7 +141,7 @@ def test_decided_and_expired_approvals_show_their_state_and_no_form(asked, alice
     assert alice_browser.post(path, {"decision": "decline"}).status_code == 200
     grant = grant_of(decision)
     assert (grant.approved_at, grant.declined_at) == (approved_at, None)  # the replay changed nothing
-    assert ApprovalDecision.objects.filter(approval=grant).count() == 1
+    assert ApprovalDecision.objects.filter(approval=grant).exclude(decision="asked").count() == 1
 
     items, revision = filled
     late = gs.dsh.pre_execute(gs.session, REORDER, {"extension": gs.extension, "order": items,
@@ -163,12 +163,14 @@ def test_a_closed_sessions_approval_reads_expired(asked, alice_browser, gs):
 
 def test_the_session_scope_is_taken_only_where_offered(asked, alice_browser, gs, filled):
     decision, path, _ = asked
+    ApprovalGrant.objects.filter(pk=grant_of(decision).pk).update(scopes_offered=["once"])  # a card offering none
+    assert 'name="scope"' not in alice_browser.get(path).content.decode()
     alice_browser.post(path, {"decision": "approve", "scope": "session"})
     assert grant_of(decision).scope == ApprovalScope.ONCE
     items, revision = filled
     offered = gs.dsh.pre_execute(gs.session, REORDER, {"extension": gs.extension, "order": items,
                                                        "revision": revision}).json()
-    ApprovalGrant.objects.filter(pk=grant_of(offered).pk).update(scopes_offered=["once", "session"])
+    assert offered["card"]["scopes"] == ["once", "session"]
     offered_path = page_path(offered["approval_url"])
     assert 'name="scope" value="session"' in alice_browser.get(offered_path).content.decode()
     alice_browser.post(offered_path, {"decision": "approve", "scope": "session"})

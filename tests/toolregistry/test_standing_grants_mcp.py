@@ -124,6 +124,10 @@ def test_a_2025_client_runs_under_a_grant_opened_over_rest(host, gallery, world)
     [covered] = reorders(url, key, None, gallery.extension, [items], revision + 1, mode="legacy")
     assert covered.is_error is False, covered.structured_content
     assert ToolCall.objects.get(surface="mcp", tool_name=REORDER).standing_grant_id == StandingGrant.objects.get().pk
+    named = ToolCall.objects.filter(standing_grant__isnull=False).count()  # the opening call and the covered one
     other = extension_create(owner=world.alice, name="alice-second")
     [refused] = reorders(url, key, None, other.public_id, [["x"]], 0, mode="legacy")
-    assert_tool_error(refused, "approval_required")
+    # Not covered: the call goes the way of any approval, whose card cannot name an item the
+    # other gallery does not hold.
+    assert_tool_error(refused, "unknown_item")
+    assert ToolCall.objects.filter(standing_grant__isnull=False).count() == named
