@@ -17,6 +17,7 @@ from arkme.accounts.models import AccountIdentity
 from arkme.conversations.models import AgentSession
 from arkme.kernel.errors import (
     ApprovalDeclined,
+    ApprovalPageRequired,
     ApprovalPending,
     ApprovalRequired,
     ErrorCode,
@@ -66,6 +67,23 @@ class SealedApproval:
     @property
     def token_hash(self) -> str:
         return token_digest("sealed:" + self.nonce)
+
+
+@dataclass(frozen=True)
+class OnPage:
+    """A page approval presented by its row: the MCP door found it for the call (by the handle
+    of the URL it sent, or as the approved one for these exact arguments); the ledger holds it
+    to the same session, tool, arguments, answer and single use as a token."""
+
+    pk: int
+
+
+@dataclass(frozen=True)
+class PageRequired:
+    """No approval a client that cannot open a URL could present: the ledger refuses the call
+    with ``approval_page_required`` and the page's address, in the pipeline like any refusal."""
+
+    url: str
 
 
 @dataclass(frozen=True)
@@ -154,7 +172,7 @@ def approval_consume(*, session: AgentSession, tool_name: str, digest: str, toke
     """
     try:
         return _consume(session=session, tool_name=tool_name, digest=digest, token=token, offer=offer, scope=scope)
-    except (ApprovalRequired, ApprovalPending, ApprovalDeclined) as refused:
+    except (ApprovalRequired, ApprovalPending, ApprovalDeclined, ApprovalPageRequired) as refused:
         reason = str(refused.details.get("reason"))
         APPROVALS.labels(f"refused_{reason}").inc()
         if reason == "expired":
@@ -171,10 +189,8 @@ def _consume(*, session: AgentSession, tool_name: str, digest: str, token: objec
                               offer=offer or ONCE_ONLY)
         _used()
         return UsedApproval(pk=spent.pk, scope=spent.scope, target=spent.target, via=ApprovalVia.MCP_FORM)
-    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 100:
-        raise _refused("missing" if not token else "invalid")
     now = timezone.now()
-    grant = ApprovalGrant.objects.filter(token_hash=token_digest(token)).first()
+    grant = _presented(token)
     if grant is None or grant.session_id != session.pk:
         raise _refused("invalid")
     if grant.tool_name != tool_name or grant.arguments_digest != digest:
@@ -197,6 +213,18 @@ def _consume(*, session: AgentSession, tool_name: str, digest: str, token: objec
     _used()
     via = ApprovalVia.PAGE if grant.page_handle_hash else ApprovalVia.HOST
     return UsedApproval(pk=grant.pk, scope=chosen, target=grant.target, via=via)
+
+
+def _presented(token: object) -> ApprovalGrant | None:
+    """The approval a call presents: by its token, or (``OnPage``) by the row of a page
+    approval the MCP door found for this very call."""
+    if isinstance(token, PageRequired):
+        raise ApprovalPageRequired(details={"reason": "page_required", "url": token.url})
+    if isinstance(token, OnPage):
+        return ApprovalGrant.objects.filter(pk=token.pk, page_handle_hash__isnull=False).first()
+    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 100:
+        raise _refused("missing" if not token else "invalid")
+    return ApprovalGrant.objects.filter(token_hash=token_digest(token)).first()
 
 
 def _not_before_approval(now: datetime) -> Greatest:
@@ -256,6 +284,11 @@ def approvals_funnel(*, since: datetime, declined: int) -> list[tuple[str, int]]
 
 
 # --- Approvals taken on Arkme's page ------------------------------------------------------
+
+def approval_status_of(grant: ApprovalGrant) -> ApprovalStatus:
+    """Where this approval stands now."""
+    return _status_of(grant, timezone.now())
+
 
 def _status_of(grant: ApprovalGrant, now: datetime, *, session_closed: bool = False) -> ApprovalStatus:
     if grant.used_at is not None:

@@ -18,7 +18,7 @@ from arkme.kernel.tracing import span as traced_span
 
 from .approval_page import approval_page_required, approval_page_url
 from .approval_record import approval_recorded
-from .approvals import SealedApproval, approval_issue, approval_void
+from .approvals import IssuedApproval, SealedApproval, approval_issue, approval_void
 from .audit import OK, SERVER_ERROR, tool_call_begin, tool_call_end, tool_call_record
 from .calls import Call
 from .idempotency import CallResult, idempotency_claim, idempotency_complete, idempotency_release
@@ -29,7 +29,7 @@ from .standing_grants import Allowed, call_allowed, call_offer, call_refusal_rec
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CallResult", "approval_card", "approval_page_details", "tool_declined", "tool_execute",
+__all__ = ["CallResult", "approval_ask", "approval_card", "approval_page_details", "tool_declined", "tool_execute",
            "tool_pre_execute", "tool_replay", "tool_throttled"]
 
 
@@ -63,22 +63,29 @@ def _pre_execute(call: Call) -> dict[str, Any]:
             call.arguments()
             return {"decision": "allow"}
         card = approval_card(call)
-        offer = call_offer(call)
         if standing_grant_covering(call) is not None:
             return {"decision": "allow"}  # a standing grant covers it: nobody is asked
-        name = call.known.metadata.name
-        page = approval_page_required(client=call.client, tool_name=name)
-        details = approval_page_details(call) if page else None
+        page = approval_page_required(client=call.client, tool_name=call.known.metadata.name)
+        issued, shown = approval_ask(call, card, page=page, via=ApprovalVia.PAGE if page else ApprovalVia.HOST)
     except ArkmeError as error:
         return {"decision": "deny", "error": error.as_error()}
-    shown: dict[str, Any] = {"title": card.title, "body": card.body, "scopes": list(offer.scopes)}
-    issued = approval_issue(session=call.session, tool_name=name, digest=call.digest, offer=offer,
-                            card={**shown, "details": details} if page else shown, page=page,
-                            via=ApprovalVia.PAGE if page else ApprovalVia.HOST)
     decision: dict[str, Any] = {"decision": "ask", "approval": issued.token}
     if issued.page_handle is not None:
         decision["approval_url"] = approval_page_url(issued.page_handle)
     return {**decision, "expires_at": issued.expires_at.isoformat(), "card": shown}
+
+
+def approval_ask(call: Call, card: ApprovalCard, *, page: bool,
+                 via: ApprovalVia) -> tuple[IssuedApproval, dict[str, Any]]:
+    """Issue an approval for this call as ``card`` shows it (with the scopes it offers), and the
+    card as the host shows it. ``page``: taken on Arkme's page, which also keeps what the page
+    shows of the call (its images, people or IDs)."""
+    offer = call_offer(call)
+    shown: dict[str, Any] = {"title": card.title, "body": card.body, "scopes": list(offer.scopes)}
+    details = approval_page_details(call) if page else None
+    issued = approval_issue(session=call.session, tool_name=call.known.metadata.name, digest=call.digest,
+                            offer=offer, card={**shown, "details": details} if page else shown, page=page, via=via)
+    return issued, shown
 
 
 def _perform(call: Call, *, begun: int | None) -> tuple[CallResult, Allowed | None]:

@@ -53,6 +53,7 @@ class ErrorCode(enum.StrEnum):
     APPROVAL_REQUIRED = "approval_required"
     APPROVAL_DECLINED = "approval_declined"
     APPROVAL_PENDING = "approval_pending"
+    APPROVAL_PAGE_REQUIRED = "approval_page_required"
     UNKNOWN_APPROVAL = "unknown_approval"
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
@@ -185,6 +186,17 @@ class ApprovalPending(ArkmeError):
     code = ErrorCode.APPROVAL_PENDING
     http_status = 403
     default_message = "The human has not approved this call on Arkme's approval page yet; nothing was done."
+
+
+class ApprovalPageRequired(ArkmeError):
+    """A call whose approval is taken on Arkme's page, from an MCP client that cannot open a
+    URL for its human: ``details.url`` is the page (an addition the contract names for this
+    error alone); once the account approved there, the same call runs."""
+
+    code = ErrorCode.APPROVAL_PAGE_REQUIRED
+    http_status = 403
+    default_message = ("This call is approved on Arkme's approval page: ask the user to open the address in "
+                       "details.url, signed in to Arkme, and approve it there; then make the same call again.")
 
 
 class CallCancelled(ArkmeError):

@@ -1,6 +1,7 @@
 """Scanning DSH responses for what must never leave the service."""
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterable
 
@@ -16,7 +17,7 @@ PATTERNS = {
 HANDLE_KEYS = {"source_ref", "candidate_ref", "approval"}
 # The approval page's address, handed to DSH on purpose: on Arkme's host, carrying nothing
 # but an opaque handle (no id, token, ref or key of anything).
-APPROVAL_URL_KEYS = {"approval_url"}
+APPROVAL_URL_KEYS = {"approval_url", "url"}  # and an MCP URL question's, approval_page_required's details
 APPROVAL_URL = re.compile(r"^https?://[A-Za-z0-9.\[\]:-]+/approvals/[A-Za-z0-9_-]{43}$")
 # Static texts the model reads: descriptions and schemas name no user data.
 STATIC_KEYS = {"description", "input_schema", "prompt"}
@@ -87,6 +88,14 @@ def find_leaks(body: Any, secrets: Iterable[str] = (), account_ids: Iterable[str
             continue
         if key in HANDLE_KEYS:
             continue
+        if key == "text" and text.startswith("{"):
+            # An MCP result's text twin of its structured content: scanned as the JSON it is,
+            # so its keys count as in the structured content.
+            try:
+                found.extend(find_leaks(json.loads(text), secrets, account_ids))
+                continue
+            except ValueError:
+                pass
         if key in APPROVAL_URL_KEYS:
             if not APPROVAL_URL.match(text):
                 found.append(f"an approval page address that is more than a handle: {text[:80]!r}")

@@ -25,6 +25,7 @@ class Mcp:
     session: str
     version: str = MODERN
     elicitation: bool = True
+    urls: bool = False  # declares URL-mode elicitation too
     headers: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -39,7 +40,7 @@ class Mcp:
         params = dict(params or {})
         extra = dict(headers)
         if self.version == MODERN:
-            capabilities = {"elicitation": {"form": {}}} if self.elicitation else {}
+            capabilities = {"elicitation": {"form": {}, **({"url": {}} if self.urls else {})}} if self.elicitation else {}
             params["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN,
                                "io.modelcontextprotocol/clientCapabilities": capabilities,
                                **params.get("_meta", {})}

@@ -13,10 +13,10 @@ def sign_in_user(account: Account) -> str:
     """Give ``account`` a Django user (its sign-in for Arkme's pages, signed in with
     ``force_login``: it has no usable password); returns the username."""
     username = f"user-{account.public_id}"
-    user = get_user_model().objects.create_user(username)
-    account.user = user
-    account.save(update_fields=["user"])
-    return username
+    if account.user_id is None:
+        account.user = get_user_model().objects.create_user(username)
+        account.save(update_fields=["user"])
+    return account.user.get_username()
 
 
 def browser_of(account: Account, **client_options) -> Client:

@@ -11,23 +11,28 @@ elicitations.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from django.http import HttpRequest
 from django_mcpz.elicitation import Elicitation, InputRequired
 from django_mcpz.server import ElicitationDeclinedError, elicit
 
-from arkme.kernel.errors import ApprovalRequired
+from arkme.kernel.errors import ApprovalPending, ApprovalRequired
 
 from ..questions import APPROVAL_KEY
 
 
 class ElicitationAsker:
-    """An ``Asker`` for one ``tools/call``: the library's elicitation of the request it is
-    running (``elicit`` reads it from there; so does this)."""
+    """An ``Asker`` (and ``UrlAsker``) for one ``tools/call``: the library's elicitation of the
+    request it is running (``elicit`` reads it from there; so does this). ``opens_urls``: the
+    client declared URL-mode elicitation in this request's capabilities."""
 
-    def __init__(self, request: HttpRequest) -> None:
+    def __init__(self, request: HttpRequest, *, urls: dict[str, str] | None = None) -> None:
         self._request = request
+        # The URL questions asked in this request, key → address (``None``: the client did
+        # not declare URL mode): the library asks in form mode, and the server's ``_result``
+        # turns such a question into URL mode.
+        self._urls = urls
         self._elicitation: Elicitation = request.mcp_elicitation  # type: ignore[attr-defined]
 
     @property
@@ -45,6 +50,25 @@ class ElicitationAsker:
         except ElicitationDeclinedError:
             return None
 
+    @property
+    def opens_urls(self) -> bool:
+        return self._urls is not None
+
+    def ask_url(self, key: str, text: str, url: str) -> bool:
+        answer = self._elicitation.answers.get(key)
+        if answer is None:
+            self._url_question(key, text, url)
+        return answer.action == "accept"
+
+    def wait_for_page(self, key: str, text: str, url: str) -> NoReturn:
+        # The same question again: the client retries once its human is back from the page.
+        self._url_question(key, text, url)
+
+    def _url_question(self, key: str, text: str, url: str) -> NoReturn:
+        assert self._urls is not None  # noqa: S101 - asked only of a client that opens URLs
+        self._urls[key] = url
+        raise InputRequired(key, text, {})
+
 
 @dataclass(frozen=True)
 class Question:
@@ -53,6 +77,10 @@ class Question:
     key: str
     text: str
     schema: dict[str, Any]
+    # A URL-mode question: the address the human opens; ``page``: no question at all, but the
+    # wait for the account's answer on that page.
+    url: str | None = None
+    page: bool = False
 
 
 class StreamAsker:
@@ -65,11 +93,34 @@ class StreamAsker:
     as without a stream (``available`` is False: the approval in ``_meta``, no ``确认``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, urls: bool = False) -> None:
         self.answers: dict[str, dict[str, Any] | None] = {}
         self.pending: Question | None = None
         self.available = True
+        self._urls = urls
         self._expired = False
+
+    @property
+    def opens_urls(self) -> bool:
+        """URL mode exists from 2025-11-25 on; a client that answered a question with an error
+        cannot be asked at all."""
+        return self._urls and self.available
+
+    def ask_url(self, key: str, text: str, url: str) -> bool:
+        if key in self.answers:
+            return self.answers[key] is not None
+        if self._expired:
+            raise ApprovalRequired(details={"reason": "expired"})
+        self.pending = Question(key, text, {}, url=url)
+        raise InputRequired(key, text, {})
+
+    def wait_for_page(self, key: str, text: str, url: str) -> NoReturn:
+        if self._expired:
+            # No answer on the page in time: still pending there; the same call, made again,
+            # runs once the account approved.
+            raise ApprovalPending(details={"reason": "pending"})
+        self.pending = Question(key, text, {}, url=url, page=True)
+        raise InputRequired(key, text, {})
 
     def answered(self, prefix: str) -> list[str]:
         return [key for key in self.answers if key.startswith(prefix)]

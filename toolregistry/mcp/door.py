@@ -199,7 +199,7 @@ def session_mcp(request: HttpRequest, session: str) -> HttpResponseBase:
                          status=HTTPStatus.BAD_REQUEST)
     if version in EARLIER_VERSIONS and APPROVAL_META not in exchange.meta and accepts_stream(request):
         # Questions are asked on the call's stream; an approval the host brought asks nothing.
-        exchange.stream = StreamAsker()
+        exchange.stream = StreamAsker(urls=version == "2025-11-25")  # URL mode is 2025-11-25's
     toolset = session_toolset(agent_session)
     request.user = _principal(client.pk, agent_session.public_id)  # type: ignore[assignment]
     server = server_for(toolset)

@@ -35,6 +35,8 @@ class Exchange:
     refusal: dict[str, Any] | None = field(default=None)
     # A 2025-era ``tools/call`` whose client accepts an SSE stream: how its questions are asked.
     stream: StreamAsker | None = field(default=None)
+    # The URL-mode questions a 2026-07-28 call asked, key → address (``SessionServer._result``).
+    urls: dict[str, str] = field(default_factory=dict)
 
 
 _exchange: ContextVar[Exchange] = ContextVar("arkme_mcp_exchange")

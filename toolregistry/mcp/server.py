@@ -10,18 +10,21 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django_mcpz.server import MCPServer, ToolError
+from django_mcpz.server import META_CLIENT_CAPABILITIES, MCPServer, ToolError
 
 from arkme.kernel.errors import ArkmeError, ErrorCode
 from arkme.kernel.outages import DATABASE_ERRORS, outage_error, outage_summary
 
 from ..api.idempotency_key import idempotency_key_of
+from ..approval_page import approval_page_required
 from ..calls import Call
 from ..execution import CallResult, tool_execute, tool_replay, tool_throttled
 from ..models import Surface
+from ..page_questions import approval_on_page
 from ..questions import approval_by_question, confirmation_by_question
 from ..registrar import CompiledTool, Toolset
 from ..standing_grants import standing_grant_covering
@@ -62,7 +65,25 @@ class SessionServer(MCPServer):
             result = {**result, "ttlMs": LIST_TTL_MS}
         if result.get("isError") is True and "structuredContent" not in result:
             result = _tool_error(result)
+        if result_type == "input_required":
+            result = _url_questions(result)
         return super()._result(request, request_id, result, result_type=result_type)
+
+
+def _url_questions(result: dict[str, Any]) -> dict[str, Any]:
+    """An input-required result whose question is a URL one (the approval page): the library
+    asks in form mode only, so the question's parameters become URL mode's, ``message`` and
+    ``url`` (2026-07-28 names no ``elicitationId``)."""
+    urls = current_exchange().urls
+    requests = result.get("inputRequests")
+    if not urls or not isinstance(requests, dict):
+        return result
+    rewritten = {}
+    for key, asked in requests.items():
+        if key in urls:
+            asked = {**asked, "params": {"mode": "url", "message": asked["params"]["message"], "url": urls[key]}}
+        rewritten[key] = asked
+    return {**result, "inputRequests": rewritten}
 
 
 def _tool_error(result: dict[str, Any]) -> dict[str, Any]:
@@ -105,19 +126,29 @@ def _call(request: HttpRequest, exchange: Exchange, call: Call) -> CallResult:
     replayed = tool_replay(call)
     if replayed is not None:
         return replayed
-    asker: ElicitationAsker | StreamAsker = exchange.stream or ElicitationAsker(request)
-    if asker.available and (call.needs_approval or call.known.definition.ask_human is not None):
+    asker: ElicitationAsker | StreamAsker = exchange.stream or ElicitationAsker(
+        request, urls=exchange.urls if _opens_urls(exchange.meta) else None)
+    if (asker.available or asker.opens_urls) and (call.needs_approval or call.known.definition.ask_human is not None):
         throttled = tool_throttled(call)  # nobody is asked about a call that cannot run now
         if throttled is not None:
             return throttled
     if call.needs_approval and _covered(call):
         pass  # a live standing grant covers the call: nobody is asked, the pipeline applies it
+    elif call.needs_approval and approval_page_required(client=call.client, tool_name=call.known.metadata.name):
+        call.approval = approval_on_page(call, asker if asker.opens_urls else None, exchange.meta.get(APPROVAL_META))
     elif call.needs_approval:
         call.approval = (approval_by_question(call, asker) if asker.available
                          else exchange.meta.get(APPROVAL_META))
     elif asker.available:
         confirmation_by_question(call, asker)
     return tool_execute(call)
+
+
+def _opens_urls(meta: Mapping[str, Any]) -> bool:
+    """Whether a 2026-07-28 client declared URL-mode elicitation in this request's capabilities."""
+    capabilities = meta.get(META_CLIENT_CAPABILITIES)
+    elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+    return isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict)
 
 
 def _covered(call: Call) -> bool:

@@ -36,14 +36,17 @@ from arkme.kernel.budget import budget_renewed
 from arkme.kernel.cancellation import caller_gone
 from arkme.kernel.outages import DATABASE_ERRORS
 
+from ..page_questions import elicitation_id, page_decided
 from .answers import Asked, answer_delivered, answer_wait, question_opened
-from .asking import StreamAsker
+from .asking import Question, StreamAsker
 from .exchange import Exchange
 
 logger = logging.getLogger(__name__)
 
 # A call that asks again after an answer (its card changed meanwhile) is asked at most this often.
 MAX_QUESTIONS = 3
+# How often the wait for an answer on the approval page reads the approval.
+PAGE_POLL_SECONDS = 1.0
 _STORE_ERRORS: tuple[type[BaseException], ...] = (*DATABASE_ERRORS, OSError)
 try:  # redis-py's errors are not OSErrors
     from redis.exceptions import RedisError
@@ -116,7 +119,11 @@ def streamed_call(request: HttpRequest, exchange: Exchange, asker: StreamAsker,
 def _events(context: contextvars.Context, exchange: Exchange, asker: StreamAsker, run: Callable[[], HttpResponse],
             question_id: str | None, version: str, deadline: float) -> Iterator[bytes]:
     for asked in range(1, MAX_QUESTIONS + 1):
-        answer = yield from _question(context, asker, question_id, version, deadline)
+        pending = asker.pending
+        if pending is not None and pending.page:
+            answer = yield from _page_wait(context, exchange, pending, deadline)
+        else:
+            answer = yield from _question(context, asker, question_id, version, deadline)
         if answer is _GONE:
             return  # the client left: nothing more runs
         asker.heard(answer)
@@ -126,6 +133,8 @@ def _events(context: contextvars.Context, exchange: Exchange, asker: StreamAsker
             yield b"event: message\ndata: " + response.content + b"\n\n"
             return
         question_id = None
+        if asked < MAX_QUESTIONS and asker.pending.page:
+            continue  # the wait for the page asks the client nothing
         if asked < MAX_QUESTIONS:
             try:
                 question_id = context.run(question_opened, _asked(exchange),
@@ -153,7 +162,10 @@ def _question(context: contextvars.Context, asker: StreamAsker, question_id: str
     wait = context.run(answer_wait, question_id)
     try:
         params: dict[str, Any] = {"message": question.text, "requestedSchema": question.schema}
-        if version != "2025-06-18":
+        if question.url is not None:  # only asked of 2025-11-25 clients, where URL mode began
+            params = {"mode": "url", "message": question.text, "url": question.url,
+                      "elicitationId": elicitation_id(question.key)}
+        elif version != "2025-06-18":
             params = {"mode": "form", **params}  # form mode is named from 2025-11-25 on
         connections.close_all()  # nothing held while the question is out
         yield _event({"jsonrpc": "2.0", "id": question_id, "method": "elicitation/create", "params": params})
@@ -171,6 +183,35 @@ def _question(context: contextvars.Context, asker: StreamAsker, question_id: str
         return None
     finally:
         context.run(wait.close)
+
+
+def _page_wait(context: contextvars.Context, exchange: Exchange, question: Question,
+               deadline: float) -> Generator[bytes, None, dict[str, Any] | None]:
+    """Wait for the account's answer on the approval page the client's human opened: the
+    approval is read every ``PAGE_POLL_SECONDS``, each read on a connection given back at once.
+    Once answered, the client hears that the URL question is complete; returns the (unchanged)
+    acceptance, None when no answer came in time, ``_GONE`` when the client left."""
+    connections.close_all()
+    beat = time.monotonic()
+    while (left := deadline - time.monotonic()) > 0:
+        if context.run(_page_decided, exchange, question.key):
+            yield _event({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                          "params": {"elicitationId": elicitation_id(question.key)}})
+            return {"action": "accept", "content": None}
+        if context.run(caller_gone):
+            return _GONE
+        time.sleep(min(PAGE_POLL_SECONDS, left))
+        if time.monotonic() - beat >= settings.ARKME_MCP_HEARTBEAT_SECONDS:
+            beat = time.monotonic()
+            yield b": waiting for the approval page\n\n"
+    return None
+
+
+def _page_decided(exchange: Exchange, key: str) -> bool:
+    try:
+        return page_decided(exchange.session, key)
+    finally:
+        connections.close_all()
 
 
 def _run_again(run: Callable[[], HttpResponse]) -> HttpResponse:
