@@ -77,6 +77,9 @@ CONTRACT_ADDITIONS = [
     "(read first), continues the caller's trace; a malformed one is ignored.",
     "GET sessions/{s}/approvals/{approval}: an unknown approval, or another session's, is 404 "
     "unknown_approval; the approval page's address is on ARKME_PUBLIC_URL when set.",
+    "Over MCP, a call whose approval is taken on Arkme's page and whose client cannot open a URL is the tool "
+    "error approval_page_required; its details carry the page's address (url) and reason page_required, the "
+    "only details that carry an address. Declining the URL question declines the approval.",
 ]
 
 _APPROVAL_TEXT = {
@@ -254,7 +257,11 @@ def _mcp_path() -> dict[str, Any]:
             "pre-execute), or, for a client that accepts text/event-stream, the server asks itself: the "
             "tools/call is answered as an SSE stream carrying one elicitation/create request (the approval "
             "card, or the question before a gallery add's confirm), and ends with the call's result once the "
-            "client POSTed its JSON-RPC response here (202; 400 when no question waits for it). An "
+            "client POSTed its JSON-RPC response here (202; 400 when no question waits for it). Tools whose "
+            "approvals are taken on Arkme's page send the human there: a URL-mode elicitation to the page "
+            "(2026-07-28 with the url capability; 2025-11-25 on the stream, which then waits for the page and "
+            "sends notifications/elicitation/complete), otherwise the tool error approval_page_required with "
+            "details.url, after which the same call runs once the account approved. An "
             "`Idempotency-Key` header applies to a tools/call. GET and DELETE are 405; a foreign Origin is 403."
         ),
         "tags": ["mcp"],
