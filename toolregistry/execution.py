@@ -59,8 +59,9 @@ def approval_page_details(call: Call) -> PageDetails:
 
 def _pre_execute(call: Call) -> dict[str, Any]:
     try:
+        call.arguments()
+        call_limit(call, count=False)  # a call past its limits is denied, not shown to the human
         if not call.needs_approval:
-            call.arguments()
             return {"decision": "allow"}
         card = approval_card(call)
         if standing_grant_covering(call) is not None:
@@ -184,15 +185,16 @@ def _execute(call: Call) -> CallResult:
         try:
             tool = call.known
             call.arguments()
-            # Before the key is claimed and the approval used: a throttled call leaves both
-            # for its retry, and writes nothing but its audit row.
-            call_limit(call)
             if call.idempotency_key:
                 record, result = idempotency_claim(
                     client=call.client, session=call.session, key=call.idempotency_key,
                     tool_name=tool.metadata.name, digest=call.digest)
                 replayed = result is not None
             if result is None:
+                # A replay does nothing and is not counted. Before the approval is used: a
+                # throttled call leaves it (and its key, released as a 429) for its retry, and
+                # writes nothing but its audit row.
+                call_limit(call)
                 if tool.metadata.effect is Effect.WRITE:
                     begun = tool_call_begin(session=call.session, tool_name=tool.metadata.name,
                                             tool_id=tool.metadata.id, surface=call.surface)

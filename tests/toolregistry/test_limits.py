@@ -114,13 +114,14 @@ def test_a_throttled_invitation_sends_nothing_and_leaves_its_approval_for_later(
 
     limited("arkme_group_member_add=1/minute/account")
     carol, dave = (ref_of(candidates, "approval-group", name) for name in ("Carol", "Dave"))
-    arguments = {"source_ref": refs["approval-group"], "candidate_refs": [carol]}
+    first = {"source_ref": refs["approval-group"], "candidate_refs": [carol]}
+    arguments = {"source_ref": refs["approval-group"], "candidate_refs": [dave]}
+    # Approved while within the limit; the first call then uses the minute up.
+    approval = dsh.pre_execute(session, "arkme_group_member_add", arguments).json()["approval"]
     with django_capture_on_commit_callbacks(execute=True):
-        assert dsh.approve_and_execute(session, "arkme_group_member_add", arguments).status_code == 200
+        assert dsh.approve_and_execute(session, "arkme_group_member_add", first).status_code == 200
     invitations, messages = Invitation.objects.count(), ChatMessage.objects.count()
     members = Membership.objects.count()
-    arguments = {"source_ref": refs["approval-group"], "candidate_refs": [dave]}
-    approval = dsh.pre_execute(session, "arkme_group_member_add", arguments).json()["approval"]
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         assert_error(dsh.execute(session, "arkme_group_member_add", arguments, approval=approval), 429, "throttled")
     assert not callbacks  # nothing to deliver
@@ -141,9 +142,9 @@ def test_a_throttled_reorder_leaves_the_gallery_and_its_approval(gs, limited, cl
     gallery = gs.add_confirmed(gs.write_many(3))["gallery"]
     items = [item["item"] for item in gallery["items"]]
     first = {"extension": gs.extension, "order": items[::-1], "revision": gallery["revision"]}
-    assert gs.dsh.approve_and_execute(gs.session, "arkme_extension_preview_reorder", first).status_code == 200
     again = {"extension": gs.extension, "order": items, "revision": gallery["revision"] + 1}
     approval = gs.dsh.pre_execute(gs.session, "arkme_extension_preview_reorder", again).json()["approval"]
+    assert gs.dsh.approve_and_execute(gs.session, "arkme_extension_preview_reorder", first).status_code == 200
     assert_error(gs.dsh.execute(gs.session, "arkme_extension_preview_reorder", again, approval=approval),
                  429, "throttled")
     assert gs.gallery()["revision"] == gallery["revision"] + 1
@@ -160,6 +161,34 @@ def test_a_throttled_call_leaves_its_idempotency_key_for_the_retry(dsh, session,
     retried = dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k1")
     assert retried.status_code == 200, retried.content
     assert not ToolCall.objects.filter(replayed=True).exists()
+
+
+def test_pre_execute_denies_a_call_past_its_limits_without_counting_it(dsh, session, refs, candidates, limited,
+                                                                       clock):
+    from tests.support.groups import ref_of
+
+    limited("arkme_group_member_add=1/minute/account")
+    arguments = {"source_ref": refs["approval-group"],
+                 "candidate_refs": [ref_of(candidates, "approval-group", "Carol")]}
+    assert dsh.pre_execute(session, "arkme_group_member_add", arguments).json()["decision"] == "ask"
+    assert dsh.approve_and_execute(session, "arkme_group_member_add", arguments).status_code == 200
+    denied = dsh.pre_execute(session, "arkme_group_member_add", arguments).json()
+    assert denied["decision"] == "deny" and denied["error"]["code"] == "throttled"
+    assert denied["error"]["details"] == {"retry_after_seconds": 55}
+    asked = ApprovalGrant.objects.count()
+    clock(60)  # pre-execute counted nothing: the next window's call runs
+    assert dsh.approve_and_execute(session, "arkme_group_member_add", arguments).status_code == 200
+    assert ApprovalGrant.objects.count() == asked + 1
+
+
+def test_a_replay_of_a_completed_key_is_answered_past_the_limits(dsh, session, limited):
+    limited("arkme_context=1/minute/account")
+    first = dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k1")
+    assert first.status_code == 200
+    replayed = dsh.execute(session, "arkme_context", {}, HTTP_IDEMPOTENCY_KEY="k1")
+    assert replayed.status_code == 200 and replayed.json() == first.json()  # not counted, not throttled
+    assert ToolCall.objects.filter(replayed=True).count() == 1
+    assert_error(dsh.execute(session, "arkme_context", {}), 429, "throttled")  # a new call is
 
 
 def test_mcp_answers_the_tool_error_throttled_with_the_same_details(dsh, session, limited):
@@ -197,10 +226,13 @@ def store_down(settings):
 def test_a_store_that_cannot_be_reached_refuses_writes_and_lets_reads_through(dsh, session, settings, store_down):
     from config.environment import parse_rate_limits
 
+    settings.ARKME_RATE_LIMITS = parse_rate_limits("off")
+    approval = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_new"}).json()["approval"]
     settings.ARKME_RATE_LIMITS = parse_rate_limits("arkme_context=1/minute/account,arkme_id_change=1/minute/account")
     for _ in range(2):
         assert dsh.execute(session, "arkme_context", {}).status_code == 200
-    approval = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_new"}).json()["approval"]
+    denied = dsh.pre_execute(session, "arkme_id_change", {"arkme_id": "alice_new"}).json()
+    assert denied["decision"] == "deny" and denied["error"]["code"] == "dependency_unavailable"
     refused = dsh.execute(session, "arkme_id_change", {"arkme_id": "alice_new"}, approval=approval)
     assert_error(refused, 503, "dependency_unavailable")
     assert ApprovalGrant.objects.get().used_at is None

@@ -56,9 +56,9 @@ def test_a_call_past_its_limit_is_the_tool_error_throttled(host, settings, mode)
 def test_an_approval_from_rest_in_meta_stays_unused_when_throttled(host, settings):
     dsh, session, url = host
     settings.ARKME_RATE_LIMITS = parse_rate_limits("arkme_id_change=1/minute/account")
-    dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": "alice_first"})  # the minute's one call
     arguments = {"arkme_id": "alice_second"}
     approval = dsh.pre_execute(session, "arkme_id_change", arguments).json()["approval"]
+    dsh.approve_and_execute(session, "arkme_id_change", {"arkme_id": "alice_first"})  # the minute's one call
 
     async def main():
         async with connect(url, dsh.key, "legacy") as client:

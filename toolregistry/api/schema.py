@@ -69,9 +69,10 @@ CONTRACT_ADDITIONS = [
     "the server decodes chunks, as gunicorn does in production (not Django's development server); "
     "the limits are the same.",
     "Limits on tool calls (ARKME_RATE_LIMITS) are checked after the tool's visibility and arguments and "
-    "before an Idempotency-Key is claimed or an approval used: a throttled call (429, or over MCP the tool "
-    "error throttled with the same details) writes nothing but its audit row. Over MCP 2026-07-28 a call "
-    "already past its limits is refused before the human is asked to approve or confirm it. When the "
+    "before an approval is used (a repeat of a completed Idempotency-Key is answered and not counted): a "
+    "throttled call (429, or over MCP the tool error throttled with the same details) writes nothing but its "
+    "audit row and leaves its key free. pre-execute of a call past its limits answers deny with that error, "
+    "and over MCP such a call is refused before the human is asked to approve or confirm it. When the "
     "limits' store cannot be reached, a write is 503 dependency_unavailable and a read runs.",
     "A W3C traceparent (and tracestate) header on any DSH request, or in an MCP request's params._meta "
     "(read first), continues the caller's trace; a malformed one is ignored.",
