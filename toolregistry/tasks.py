@@ -6,6 +6,7 @@ from django.conf import settings
 
 from arkme.conversations.sessions import sessions_purge
 
+from .approval_record import approvals_lapsed_recorded
 from .audit import tool_calls_prune
 from .idempotency import idempotency_purge
 from .limits import rate_windows_purge
@@ -15,9 +16,10 @@ from .rollups import tool_calls_roll_up
 @shared_task(name="toolregistry.tasks.purge_sessions")
 def purge_sessions() -> int:
     """End idle sessions (and their attachments), forget expired idempotency keys and the call
-    limits' ended windows."""
+    limits' ended windows, and record the approvals that lapsed unused."""
     idempotency_purge()
     rate_windows_purge()
+    approvals_lapsed_recorded()
     return sessions_purge()
 
 

@@ -164,7 +164,8 @@ class AdminInABrowser(StaticLiveServerTestCase):
             "return Array.from(document.querySelectorAll('svg.arkme-chart')).map(svg => "
             "Array.from(svg.querySelectorAll('rect.bar, circle.point'))"
             ".filter(e => e.getBoundingClientRect().width > 0 && e.getBoundingClientRect().height > 0).length);")
-        self.assertEqual(len(drawn), 9)  # the eight of the audit, and HTTP answers by status class
+        # The eight of the audit, HTTP answers by status class, and throttled calls by tool.
+        self.assertEqual(len(drawn), 10)
         # Calls by outcome (a bar per outcome an hour), error rate, latency and calls by tool.
         self.assertGreaterEqual(drawn[0], 12)
         self.assertTrue(all(count > 0 for count in drawn[1:4]), drawn)
