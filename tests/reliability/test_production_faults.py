@@ -29,8 +29,8 @@ def deployed(tmp_path):
     (tmp_path / "workspaces" / "demo" / "logo.svg").write_bytes(images.svg())
     servers = []
 
-    def serve(broker: str) -> int:
-        process, port = gunicorn({**base, "CELERY_BROKER_URL": broker}, "--timeout", str(WORKER_TIMEOUT))
+    def serve(broker: str, **env: str) -> int:
+        process, port = gunicorn({**base, "CELERY_BROKER_URL": broker, **env}, "--timeout", str(WORKER_TIMEOUT))
         servers.append(process)
         return port
 
@@ -62,5 +62,9 @@ def test_a_stopped_worker_is_a_json_503_within_the_request_budget(deployed, figu
 
 def test_an_unreachable_broker_is_a_json_503(deployed, figures):
     world, serve = deployed
-    assert_error(prepare_svg(serve("redis://127.0.0.1:1/0"), world), 503, "task_queue_unavailable")
+    # The call limits count in the broker's Redis: a write meets the outage there first.
+    assert_error(prepare_svg(serve("redis://127.0.0.1:1/0"), world), 503, "dependency_unavailable")
+    # Without limits, at the task queue.
+    assert_error(prepare_svg(serve("redis://127.0.0.1:1/0", ARKME_RATE_LIMITS="off"), world), 503,
+                 "task_queue_unavailable")
     figures.add("production_faults_answered_503")
