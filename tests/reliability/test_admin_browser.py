@@ -1,12 +1,8 @@
 """The admin in a real browser: Debian's Chromium driven by Selenium against a live server."""
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.staticfiles.testing import StaticLiveServerTestCase
 
 from arkme.accounts.models import Account
 from galleries.blobs.services import blobs_store_missing
@@ -15,38 +11,13 @@ from galleries.models import Blob, GalleryItem, PendingOperation
 from galleries.services.extensions import extension_create
 from groups.models import Group, JoinPolicy, JoinRequest, Membership
 from tests.support import images
-from tests.support.services import require_service
+from tests.support.browser import BrowserTestCase
 
 pytestmark = pytest.mark.browser
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 
 
-class AdminInABrowser(StaticLiveServerTestCase):
-    @pytest.fixture(autouse=True)
-    def _figures(self, figures):
-        self.figures = figures
-
-    @classmethod
-    def setUpClass(cls):
-        require_service("Chromium", bool(CHROMIUM and CHROMEDRIVER), "apt-get install chromium chromium-driver")
-        super().setUpClass()
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--no-first-run", "--disable-quic", f"--user-data-dir=/tmp/arkme-chromium-{os.getpid()}"):
-            options.add_argument(flag)
-        cls.browser = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        cls.browser.implicitly_wait(5)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.browser.quit()
-        super().tearDownClass()
+class AdminInABrowser(BrowserTestCase):
+    profile = "arkme-chromium"
 
     def setUp(self):
         User = get_user_model()

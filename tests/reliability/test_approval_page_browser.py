@@ -4,14 +4,10 @@ gallery as the reorder would leave it (the images load) and approves; execute th
 signed-in account gets 403, and its approval stays pending."""
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 import requests
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
-from django.contrib.staticfiles.testing import StaticLiveServerTestCase
 
 from arkme.accounts.models import Account
 from arkme.conversations.clients import dsh_client_create
@@ -20,39 +16,14 @@ from galleries.ingest.process_image import process_image
 from galleries.models import Blob, GalleryItem
 from galleries.services.extensions import extension_create
 from tests.support import images
-from tests.support.services import require_service
+from tests.support.browser import BrowserTestCase
 
 pytestmark = pytest.mark.browser
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 REORDER = "arkme_extension_preview_reorder"
 
 
-class ApprovalPageInABrowser(StaticLiveServerTestCase):
-    @pytest.fixture(autouse=True)
-    def _figures(self, figures):
-        self.figures = figures
-
-    @classmethod
-    def setUpClass(cls):
-        require_service("Chromium", bool(CHROMIUM and CHROMEDRIVER), "apt-get install chromium chromium-driver")
-        super().setUpClass()
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--no-first-run", "--disable-quic", f"--user-data-dir=/tmp/arkme-chromium-page-{os.getpid()}"):
-            options.add_argument(flag)
-        cls.browser = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        cls.browser.implicitly_wait(5)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.browser.quit()
-        super().tearDownClass()
+class ApprovalPageInABrowser(BrowserTestCase):
+    profile = "arkme-chromium-page"
 
     def setUp(self):
         users = get_user_model().objects

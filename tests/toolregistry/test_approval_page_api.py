@@ -28,20 +28,9 @@ def on_page(settings):
 
 
 @pytest.fixture
-def filled(gs):
-    body = gs.add_confirmed(gs.write_many(3))
-    return [item["item"] for item in body["gallery"]["items"]], body["gallery"]["revision"]
-
-
-@pytest.fixture
 def reorder(gs, filled):
     items, revision = filled
     return {"extension": gs.extension, "order": list(reversed(items)), "revision": revision}
-
-
-@pytest.fixture
-def alice_browser(world):
-    return browser_of(world.alice)
 
 
 def status_of(gs, approval):

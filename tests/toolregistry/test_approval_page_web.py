@@ -29,12 +29,6 @@ def on_page(settings):
 
 
 @pytest.fixture
-def filled(gs):
-    body = gs.add_confirmed(gs.write_many(3))
-    return [item["item"] for item in body["gallery"]["items"]], body["gallery"]["revision"]
-
-
-@pytest.fixture
 def asked(gs, filled):
     """A pending page approval of a reorder of alice's gallery: (decision, its page's path, order)."""
     items, revision = filled
@@ -42,11 +36,6 @@ def asked(gs, filled):
     decision = gs.dsh.pre_execute(gs.session, REORDER, {"extension": gs.extension, "order": order,
                                                         "revision": revision}).json()
     return decision, page_path(decision["approval_url"]), order
-
-
-@pytest.fixture
-def alice_browser(world):
-    return browser_of(world.alice)
 
 
 def grant_of(decision) -> ApprovalGrant:
