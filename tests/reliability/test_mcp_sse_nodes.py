@@ -87,3 +87,38 @@ def test_a_client_that_leaves_ends_the_wait(production_stack):
         time.sleep(0.2)
     assert call.answer(answering, question, APPROVE).status_code == 400
     assert _changes(stack) == 0
+
+
+def test_a_url_question_on_one_node_waits_for_the_page_answered_on_another(production_stack):
+    from tests.support.pages import page_answer_over_http
+
+    stack = production_stack()
+    asking, answering = _nodes(stack, ARKME_APPROVAL_PAGE_TOOLS="arkme_id_change", ARKME_MCP_HEARTBEAT_SECONDS="1",
+                               **NO_POOL)
+    call = SseCall(asking, stack.key, "arkme_id_change", {"arkme_id": "alice_paged"})
+    try:
+        question = call.event()
+        params = question["params"]
+        assert params["mode"] == "url" and "/approvals/" in params["url"], question
+        assert call.answer(answering, question, {"action": "accept"}).status_code == 202
+        # The stream waits for the page, reading the approval now and then on a connection it
+        # gives back at once: at some moment no connection of either node is open.
+        seen = []
+        for _ in range(20):
+            seen.append(_connections(stack))
+            if 0 in seen:
+                break
+            time.sleep(0.1)
+        assert 0 in seen, seen
+        assert _changes(stack) == 0
+        node = answering.split("/dsh/")[0]
+        assert page_answer_over_http(node, "alice", stack.world["logins"]["alice"], params["url"]) == 200
+        complete = call.event()
+        assert complete["method"] == "notifications/elicitation/complete"
+        assert complete["params"]["elicitationId"] == params["elicitationId"]
+        final = call.event()
+        assert final["result"]["structuredContent"]["account"]["arkme_id"] == "alice_paged", final
+        assert call.event() is None
+        assert _changes(stack) == 1
+    finally:
+        call.close()

@@ -34,3 +34,38 @@ def page_path(approval_url: str) -> str:
 
 def handle_of(approval_url: str) -> str:
     return page_path(approval_url).rsplit("/", 1)[-1]
+
+
+def _cookies(response) -> dict[str, str]:
+    return {name: value for name, value in response.cookies.items()}
+
+
+def page_answer_over_http(base_url: str, username: str, password: str, approval_url: str,
+                          decision: str = "approve") -> int:
+    """Sign in to Arkme at ``base_url`` (any web node) as a browser does, open the approval page
+    of ``approval_url`` there and post ``decision`` with the page's CSRF token; the status of the
+    answer. Cookies are sent by hand: the stack may mark them Secure, over plain HTTP."""
+    import re
+
+    import httpx
+
+    page = base_url.rstrip("/") + page_path(approval_url)
+    token = re.compile(rb'name="csrfmiddlewaretoken" value="([^"]+)"')
+    with httpx.Client(timeout=30, follow_redirects=False) as http:
+        login = http.get(f"{base_url}/accounts/login/")
+        jar = _cookies(login)
+        signed_in = http.post(f"{base_url}/accounts/login/", headers={"Cookie": _header(jar)}, data={
+            "username": username, "password": password,
+            "csrfmiddlewaretoken": token.search(login.content).group(1).decode()})
+        assert signed_in.status_code == 302, signed_in.text[:200]
+        jar.update(_cookies(signed_in))
+        shown = http.get(page, headers={"Cookie": _header(jar)})
+        assert shown.status_code == 200, shown.status_code
+        jar.update(_cookies(shown))
+        answered = http.post(page, headers={"Cookie": _header(jar)}, data={
+            "decision": decision, "csrfmiddlewaretoken": token.search(shown.content).group(1).decode()})
+        return answered.status_code
+
+
+def _header(jar: dict[str, str]) -> str:
+    return "; ".join(f"{name}={value}" for name, value in jar.items())

@@ -17,8 +17,13 @@ from tests.support.mcp import LEGACY, Mcp, SseCall, value_of
 from tests.support.pages import browser_of, page_path
 from toolregistry.models import ApprovalDecision, ApprovalGrant, ApprovalVia, ToolCall
 
+from . import test_mcp_sdk
+
 ID_CHANGE = "arkme_id_change"
 PAGE_URL = re.compile(r"^https?://[A-Za-z0-9.\[\]:-]+/approvals/[A-Za-z0-9_-]{43}$")
+
+
+host = test_mcp_sdk.host  # the SDK tests' fixture: a DSH client, alice's session and the MCP URL
 
 
 @pytest.fixture
@@ -189,3 +194,50 @@ def test_a_2025_06_18_client_on_a_stream_gets_the_address(sse_host):
         assert PAGE_URL.match(refused["details"]["url"])
     finally:
         call.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("answer_on_page", ["approve", "decline"])
+def test_the_official_sdk_opens_the_page_and_the_call_waits_for_its_answer(host, world, postgres, on_page,
+                                                                           answer_on_page):
+    """The Python SDK as a 2026-07-28 host: its elicitation callback gets the URL question (the
+    SDK declares URL mode), the human answers on the page, and the retry runs once approved."""
+    import anyio
+
+    from tests.toolregistry.test_mcp_sdk import connect, run
+
+    _, key, _, _, url = host
+    seen: list[str] = []
+
+    def on_the_page(address: str) -> None:
+        from django.db import connections
+
+        try:
+            browser_of(world.alice).post(page_path(address), {"decision": answer_on_page})
+        finally:
+            connections.close_all()  # this worker thread's own connection
+
+    async def human(context, params):
+        import mcp_types as types
+
+        assert params.mode == "url" and PAGE_URL.match(params.url)
+        seen.append(params.url)
+        if len(seen) == 2:  # back from the page once before answering there
+            await anyio.to_thread.run_sync(on_the_page, params.url)
+        return types.ElicitResult(action="accept")
+
+    async def main():
+        async with connect(url, key, "2026-07-28", human) as client:
+            return await client.call_tool(ID_CHANGE, {"arkme_id": "alice_paged"})
+
+    result = run(main)
+    assert len(seen) == 2 and seen[0] == seen[1]  # the same page asked again until it answered
+    if answer_on_page == "approve":
+        assert result.is_error is False, result.structured_content
+        assert result.structured_content["account"]["arkme_id"] == "alice_paged"
+        assert approval_of(seen[0]).used_at is not None
+    else:
+        assert_tool_error(result, "approval_declined")
+        world.alice.refresh_from_db()
+        assert world.alice.arkme_id != "alice_paged"

@@ -130,6 +130,11 @@ def _events(context: contextvars.Context, exchange: Exchange, asker: StreamAsker
         exchange.refusal = None
         response = context.run(_run_again, run)
         if asker.pending is None:
+            if pending is not None and pending.url is not None and not pending.page \
+                    and isinstance(answer, dict) and answer.get("action") == "accept":
+                # The page had answered by the time the call ran again: no wait, but the URL
+                # question is complete all the same.
+                yield _complete(pending)
             yield b"event: message\ndata: " + response.content + b"\n\n"
             return
         question_id = None
@@ -195,8 +200,7 @@ def _page_wait(context: contextvars.Context, exchange: Exchange, question: Quest
     beat = time.monotonic()
     while (left := deadline - time.monotonic()) > 0:
         if context.run(_page_decided, exchange, question.key):
-            yield _event({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
-                          "params": {"elicitationId": elicitation_id(question.key)}})
+            yield _complete(question)
             return {"action": "accept", "content": None}
         if context.run(caller_gone):
             return _GONE
@@ -205,6 +209,12 @@ def _page_wait(context: contextvars.Context, exchange: Exchange, question: Quest
             beat = time.monotonic()
             yield b": waiting for the approval page\n\n"
     return None
+
+
+def _complete(question: Question) -> bytes:
+    """The notice that a URL question's interaction ended (2025-11-25's elicitation complete)."""
+    return _event({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                   "params": {"elicitationId": elicitation_id(question.key)}})
 
 
 def _page_decided(exchange: Exchange, key: str) -> bool:
