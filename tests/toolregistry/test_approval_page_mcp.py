@@ -6,6 +6,7 @@ client is sent there on its call's SSE stream and the call ends once the page an
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,40 @@ def test_the_official_sdk_opens_the_page_and_the_call_waits_for_its_answer(host,
         assert_tool_error(result, "approval_declined")
         world.alice.refresh_from_db()
         assert world.alice.arkme_id != "alice_paged"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_wait_for_the_page_outlasts_a_database_that_is_away_for_a_moment(sse_host, world, postgres, settings,
+                                                                             monkeypatch):
+    from django.db import OperationalError
+
+    from toolregistry.mcp import stream
+
+    settings.ARKME_MCP_HEARTBEAT_SECONDS = 1
+    monkeypatch.setattr(stream, "PAGE_POLL_SECONDS", 0.1)
+    reads = []
+    real = stream.page_decided
+
+    def flaky(session, key):
+        reads.append(key)
+        if len(reads) <= 3:
+            raise OperationalError("the database went away")
+        return real(session, key)
+
+    monkeypatch.setattr(stream, "page_decided", flaky)
+    dsh, url = sse_host
+    call = SseCall(url, dsh.key, ID_CHANGE, {"arkme_id": "alice_paged"})
+    try:
+        question = call.event()
+        assert call.answer(url, question, {"action": "accept"}).status_code == 202
+        for _ in range(200):  # the outage is over once the wait has failed to read three times
+            if len(reads) > 3:
+                break
+            time.sleep(0.05)
+        assert len(reads) > 3, reads  # the wait went on reading through the outage
+        browser_of(world.alice).post(page_path(question["params"]["url"]), {"decision": "approve"})
+        assert call.event()["method"] == "notifications/elicitation/complete"
+        assert value_of(call.event()["result"])["account"]["arkme_id"] == "alice_paged"
+    finally:
+        call.close()

@@ -199,7 +199,14 @@ def _page_wait(context: contextvars.Context, exchange: Exchange, question: Quest
     connections.close_all()
     beat = time.monotonic()
     while (left := deadline - time.monotonic()) > 0:
-        if context.run(_page_decided, exchange, question.key):
+        try:
+            decided = context.run(_page_decided, exchange, question.key)
+        except _STORE_ERRORS as exc:
+            # The database is away for a moment: the wait goes on (the call, run again after
+            # it, answers the outage if it lasts).
+            logger.warning("an approval page's answer could not be read: %s", type(exc).__name__)
+            decided = False
+        if decided:
             yield _complete(question)
             return {"action": "accept", "content": None}
         if context.run(caller_gone):
