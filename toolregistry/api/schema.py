@@ -231,6 +231,24 @@ def _message_body_alternatives(result: dict[str, Any]) -> None:
 MCP_PATH = "/dsh/v1/sessions/{session}/mcp"
 
 
+_MCP_DESCRIPTION = (
+    "Methods: server/discover (2026-07-28), initialize and ping (2025-11-25, 2025-06-18, served "
+    "statelessly), tools/list (the session view's tools with title, outputSchema and annotations) "
+    "and tools/call (the same pipeline as execute; past a limit, the tool error `throttled` with "
+    "`details.retry_after_seconds`). Pre-execute approvals are form elicitations on "
+    "2026-07-28. On 2025-11-25 and 2025-06-18 they come from `_meta[\"io.arkme/approval\"]` (from "
+    "pre-execute), or, for a client that accepts text/event-stream, the server asks itself: the "
+    "tools/call is answered as an SSE stream carrying one elicitation/create request (the approval "
+    "card, or the question before a gallery add's confirm), and ends with the call's result once the "
+    "client POSTed its JSON-RPC response here (202; 400 when no question waits for it). Tools whose "
+    "approvals are taken on Arkme's page send the human there: a URL-mode elicitation to the page "
+    "(2026-07-28 with the url capability; 2025-11-25 on the stream, which then waits for the page and "
+    "sends notifications/elicitation/complete), otherwise the tool error approval_page_required with "
+    "details.url, after which the same call runs once the account approved. An "
+    "`Idempotency-Key` header applies to a tools/call. GET and DELETE are 405; a foreign Origin is 403."
+)
+
+
 def _mcp_path() -> dict[str, Any]:
     """The MCP endpoint, described for OpenAPI readers. Its body is JSON-RPC 2.0 as the MCP
     specification defines it (versions 2026-07-28, 2025-11-25, 2025-06-18), not a REST schema."""
@@ -249,22 +267,7 @@ def _mcp_path() -> dict[str, Any]:
     return {"post": {
         "operationId": "session_mcp",
         "summary": "The session as a Model Context Protocol server (Streamable HTTP, JSON responses)",
-        "description": (
-            "Methods: server/discover (2026-07-28), initialize and ping (2025-11-25, 2025-06-18, served "
-            "statelessly), tools/list (the session view's tools with title, outputSchema and annotations) "
-            "and tools/call (the same pipeline as execute; past a limit, the tool error `throttled` with "
-            "`details.retry_after_seconds`). Pre-execute approvals are form elicitations on "
-            "2026-07-28. On 2025-11-25 and 2025-06-18 they come from `_meta[\"io.arkme/approval\"]` (from "
-            "pre-execute), or, for a client that accepts text/event-stream, the server asks itself: the "
-            "tools/call is answered as an SSE stream carrying one elicitation/create request (the approval "
-            "card, or the question before a gallery add's confirm), and ends with the call's result once the "
-            "client POSTed its JSON-RPC response here (202; 400 when no question waits for it). Tools whose "
-            "approvals are taken on Arkme's page send the human there: a URL-mode elicitation to the page "
-            "(2026-07-28 with the url capability; 2025-11-25 on the stream, which then waits for the page and "
-            "sends notifications/elicitation/complete), otherwise the tool error approval_page_required with "
-            "details.url, after which the same call runs once the account approved. An "
-            "`Idempotency-Key` header applies to a tools/call. GET and DELETE are 405; a foreign Origin is 403."
-        ),
+        "description": _MCP_DESCRIPTION,
         "tags": ["mcp"],
         "parameters": [
             {"name": "session", "in": "path", "required": True, "schema": {"type": "string"}},
