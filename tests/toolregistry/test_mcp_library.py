@@ -22,6 +22,15 @@ def test_every_answer_the_server_overrides_still_goes_through_result():
         assert "self._result(" in inspect.getsource(method), method.__qualname__
 
 
+def test_a_question_still_leaves_through_result_as_one_form_request_under_its_key():
+    """The override turns the approval page's question into URL mode by the key of
+    ``inputRequests`` and the ``message`` of its ``params``, for ``result_type="input_required"``."""
+    source = inspect.getsource(MCPServer._input_required)
+    assert "self._result(" in source and 'result_type="input_required"' in source
+    for part in ('"inputRequests"', "required.key", '"params"', '"mode": "form"', '"message"', '"requestState"'):
+        assert part in source, part
+
+
 def test_the_library_still_reports_a_tool_error_as_text_only():
     """The override adds ``structuredContent`` only where the library left it out."""
     source = inspect.getsource(MCPServer._tool_error)

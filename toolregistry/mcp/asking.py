@@ -1,5 +1,6 @@
 """The questions a call asks its human (``toolregistry.questions``), asked over MCP as form
-elicitations.
+elicitations, and the approval page's address (``toolregistry.page_questions``), sent as a
+URL-mode one.
 
 - ``2026-07-28``: django-mcpz signs each question's key into ``requestState`` together with the
   client, the session, the tool and the arguments' digest, so an answer counts only for the

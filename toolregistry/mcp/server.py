@@ -2,7 +2,7 @@
 
 A tool function translates an MCP ``tools/call`` into the pipeline's ``Call`` (the tool,
 the exchange's client and session, the ``Idempotency-Key``, the approval presented in
-``_meta`` or asked for by form), and the pipeline's ``CallResult`` back: the result, or the
+``_meta``, asked for by form, or given on Arkme's page), and the pipeline's ``CallResult`` back: the result, or the
 refusal as a tool error carrying the REST envelope in ``structuredContent``.
 """
 from __future__ import annotations
@@ -50,8 +50,9 @@ class SessionServer(MCPServer):
 
     The protocol is django-mcpz's, used through its public API (``MCPServer``, ``tool()``,
     ``elicit``, ``ToolError``) but for one documented point: ``_result``, through which the
-    library sends every result. It is overridden to shorten the caching hint (``ttlMs``) and to
-    put a refusal's envelope on its tool error (the library's tool error carries text only).
+    library sends every result. It is overridden to shorten the caching hint (``ttlMs``), to
+    put a refusal's envelope on its tool error (the library's tool error carries text only) and
+    to send the approval page's question in URL mode (the library asks in form mode only).
     tests/toolregistry/test_mcp_library.py pins that point and fails when the library changes it.
     """
 
