@@ -17,6 +17,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession
+from arkme.kernel.errors import ApprovalRequired
 from arkme.kernel.ids import token_digest
 from arkme.kernel.metrics import APPROVALS
 from arkme.kernel.tracing import event
@@ -76,8 +77,8 @@ def _answered(call: Call, asker: UrlAsker, key: str) -> object:
     """The page approval the question ``key`` named, as it stands now."""
     handle = key.split(".", 1)[1]
     grant = _approvals(call, live=False).filter(page_handle_hash=token_digest(handle)).first()
-    if grant is None:
-        return PageRequired(approval_page_url(handle))  # not this call's: asked again from the start
+    if grant is None:  # gone with its session (the question's state binds it to this call)
+        raise ApprovalRequired(details={"reason": "invalid"})
     card = grant.card if isinstance(grant.card, dict) else {}
     text, url = _text(str(card.get("title", "")), str(card.get("body", ""))), approval_page_url(handle)
     if not asker.ask_url(key, text, url):
