@@ -98,6 +98,19 @@ def test_a_human_who_will_not_open_the_page_declines_the_approval(dsh, session, 
 
 
 @pytest.mark.django_db
+def test_an_answer_to_a_question_whose_approval_is_gone_is_refused(dsh, session, world, on_page):
+    mcp = Mcp(dsh, session, urls=True)
+    arguments = {"arkme_id": "alice_paged"}
+    first = mcp.call(ID_CHANGE, arguments)
+    key, url = url_question(first)
+    approval_of(url).delete()
+    refused = mcp.call(ID_CHANGE, arguments, request_state=first["requestState"],
+                       input_responses={key: {"action": "accept"}})
+    assert_tool_error(refused, "approval_required", details={"reason": "invalid"})
+    assert not ApprovalGrant.objects.exists()  # nothing asked anew on the strength of that answer
+
+
+@pytest.mark.django_db
 def test_a_decline_on_the_page_is_approval_declined(dsh, session, world, on_page):
     mcp = Mcp(dsh, session, urls=True)
     arguments = {"arkme_id": "alice_paged"}
