@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import NoReturn, Protocol
 
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from arkme.conversations.models import AgentSession
@@ -24,7 +24,7 @@ from arkme.kernel.tracing import event
 
 from .approval_page import approval_page_url
 from .approval_record import approval_recorded
-from .approvals import OnPage, PageRequired
+from .approvals import ApprovalStatus, OnPage, PageRequired, approval_status_of
 from .calls import Call
 from .execution import approval_ask, approval_card
 from .models import ApprovalDecision, ApprovalGrant, ApprovalVia
@@ -83,8 +83,7 @@ def _answered(call: Call, asker: UrlAsker, key: str) -> object:
     text, url = _text(str(card.get("title", "")), str(card.get("body", ""))), approval_page_url(handle)
     if not asker.ask_url(key, text, url):
         _declined_by_client(call, grant)
-    elif grant.approved_at is None and grant.declined_at is None and grant.used_at is None \
-            and grant.expires_at > timezone.now():
+    elif approval_status_of(grant) is ApprovalStatus.PENDING:
         asker.wait_for_page(key, text, url)
     return OnPage(grant.pk)  # approved, declined, used or expired: the ledger says which
 
@@ -118,9 +117,8 @@ def page_decided(session: AgentSession, key: str) -> bool:
     """Whether the page approval the question ``key`` named has an answer, or can no longer
     get one (used or expired)."""
     handle = key.split(".", 1)[1] if key.startswith(PAGE_KEY + ".") else ""
-    return ApprovalGrant.objects.filter(session=session, page_handle_hash=token_digest(handle)).filter(
-        Q(approved_at__isnull=False) | Q(declined_at__isnull=False) | Q(used_at__isnull=False)
-        | Q(expires_at__lte=timezone.now())).exists()
+    grant = ApprovalGrant.objects.filter(session=session, page_handle_hash=token_digest(handle)).first()
+    return grant is None or approval_status_of(grant) is not ApprovalStatus.PENDING
 
 
 def elicitation_id(key: str) -> str:
