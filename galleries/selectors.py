@@ -11,7 +11,7 @@ from django.db.models import Count, QuerySet
 from arkme.accounts.models import AccountIdentity
 from arkme.kernel.errors import ErrorCode, NotFound
 from arkme.kernel.projections import NonNegative, Ordinal, Timestamp, one_of
-from arkme.kernel.sql import column, hot_cursor, table
+from arkme.kernel.sql import column, columns, default_db, from_row, hot_cursor, table
 
 from .models import Blob, Extension, Gallery, GalleryItem, OperationStatus, PendingOperation
 
@@ -121,12 +121,48 @@ def extension_views(account: AccountIdentity) -> list[ExtensionView]:
     return views
 
 
+EXTENSION_FIELDS = ("id", "public_id", "owner_id", "name", "created_at")
+GALLERY_FIELDS = ("id", "extension_id", "revision", "updated_at")
+# The relations attached by hand as select_related would (their caches, not the descriptors).
+EXTENSION_GALLERY = Extension.gallery.related
+GALLERY_EXTENSION = Gallery.extension.field
+
+
+@functools.cache
+def _extension_for_owner_sql(vendor: str) -> str:
+    """An extension of the owner's, with its gallery, in one statement written once per vendor:
+    every gallery call starts with it, and the ORM's select_related cost several times more to
+    compose than the statement costs to run (docs/ARCHITECTURE.md)."""
+    e, g = table(Extension), table(Gallery)
+    return (
+        # Identifiers come from the models' metadata; values are bound parameters.
+        f"SELECT {columns(Extension, 'e', EXTENSION_FIELDS)}, {columns(Gallery, 'g', GALLERY_FIELDS)}"  # noqa: S608
+        f" FROM {e} e LEFT JOIN {g} g ON g.{column(Gallery, 'extension')} = e.{column(Extension, 'id')}"
+        f" WHERE e.{column(Extension, 'public_id')} = %s AND e.{column(Extension, 'owner')} = %s"
+    )
+
+
+def extension_with_gallery(row: Sequence[Any], db: Any) -> Extension:
+    """The extension and its gallery from a row of ``EXTENSION_FIELDS`` then ``GALLERY_FIELDS``,
+    the gallery attached both ways as select_related attaches it (an extension without one
+    is left to raise on access, as the ORM's would)."""
+    extension = from_row(Extension, EXTENSION_FIELDS, row[:len(EXTENSION_FIELDS)], db)
+    if row[len(EXTENSION_FIELDS)] is not None:
+        gallery = from_row(Gallery, GALLERY_FIELDS, row[len(EXTENSION_FIELDS):], db)
+        EXTENSION_GALLERY.set_cached_value(extension, gallery)
+        GALLERY_EXTENSION.set_cached_value(gallery, extension)
+    return extension
+
+
 def extension_for_owner(account: AccountIdentity, public_id: str) -> Extension:
     """Fetch-and-authorise: another account's extension is indistinguishable from none."""
-    extension = extensions_of(account).filter(public_id=str(public_id)).first()
-    if extension is None:
+    db = default_db()
+    with hot_cursor() as cursor:
+        cursor.execute(_extension_for_owner_sql(db.vendor), [str(public_id), account.pk])
+        row = cursor.fetchone()
+    if row is None:
         raise NotFound("No such extension.", code=ErrorCode.UNKNOWN_EXTENSION)
-    return extension
+    return extension_with_gallery(row, db)
 
 
 def item_order(account: AccountIdentity, extension: str) -> list[str]:
@@ -175,8 +211,19 @@ def gallery_view(gallery: Gallery) -> GalleryView:
     }
 
 
+@functools.cache
+def _gallery_shas_sql(vendor: str) -> str:
+    i, b = table(GalleryItem), table(Blob)
+    return (f"SELECT b.{column(Blob, 'sha256')} FROM {i} i JOIN {b} b ON b.{column(Blob, 'id')} = i.{column(GalleryItem, 'blob')}"  # noqa: S608
+            f" WHERE i.{column(GalleryItem, 'gallery')} = %s ORDER BY i.{column(GalleryItem, 'position')}")
+
+
 def gallery_shas(gallery: Gallery) -> list[str]:
-    return list(gallery.items.order_by("position").values_list("blob__sha256", flat=True))
+    """The content fingerprints of the gallery's items, first to last: prepare and confirm
+    each read them (confirm under the gallery's lock), so the statement is written by hand."""
+    with hot_cursor() as cursor:
+        cursor.execute(_gallery_shas_sql(default_db().vendor), [gallery.pk])
+        return [sha for (sha,) in cursor.fetchall()]
 
 
 CONFIRMATION = "确认"

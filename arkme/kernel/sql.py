@@ -27,6 +27,11 @@ def table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
+def columns(model: type[Model], alias: str, names: Sequence[str]) -> str:
+    """``alias.column, …`` for the fields ``names`` (names or attnames), in their order."""
+    return ", ".join(f"{alias}.{column(model, name)}" for name in names)
+
+
 M = TypeVar("M", bound=Model)
 
 

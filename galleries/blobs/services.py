@@ -12,6 +12,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from arkme.kernel.errors import StorageUnavailable
+from arkme.kernel.sql import column, default_db, hot_cursor, table
 from arkme.kernel.tasking import run_all_and_wait
 
 from ..ingest.process_image import ProcessedImage, sha256_hex
@@ -36,9 +37,29 @@ class StagedImage:
     stored: bool
 
 
-def blob_stage(image: ProcessedImage) -> StagedImage:
-    """Put an image's bytes where the store task finds them, unless it is stored already."""
-    stored = Blob.objects.filter(sha256=image.sha256).exists()
+@functools.cache
+def _stored_sql(vendor: str, count: int) -> str:
+    marks = ", ".join(["%s"] * count)
+    return (f"SELECT {column(Blob, 'sha256')}, {column(Blob, 'size')} FROM {table(Blob)}"  # noqa: S608
+            f" WHERE {column(Blob, 'sha256')} IN ({marks})")
+
+
+def blobs_stored(shas: Sequence[str]) -> dict[str, int]:
+    """The size of each of these images that is stored (has its row), by fingerprint: one
+    statement for a whole add."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return {}
+    with hot_cursor() as cursor:
+        cursor.execute(_stored_sql(default_db().vendor, len(wanted)), wanted)
+        return dict(cursor.fetchall())
+
+
+def blob_stage(image: ProcessedImage, *, stored: bool | None = None) -> StagedImage:
+    """Put an image's bytes where the store task finds them, unless it is stored already.
+    ``stored``: whether it is, when the caller asked already (``blobs_stored``)."""
+    if stored is None:
+        stored = Blob.objects.filter(sha256=image.sha256).exists()
     if not stored:
         blob_store().put_if_absent(staging_key(image.sha256), image.data)
     return StagedImage(image.sha256, image.width, image.height, image.format, len(image.data), stored)
@@ -56,13 +77,13 @@ def blob_stage_ahead(image: ProcessedImage) -> bool:
     return True
 
 
-def blob_staged(sha256: str, width: int, height: int, fmt: str) -> StagedImage | None:
-    """The image with fingerprint ``sha256`` when it is stored already, or staged with exactly
-    those bytes (the staged copy's content address is checked here, not trusted); None
-    otherwise. A storage fault propagates: a confirm that cannot read the store cannot store."""
-    size = Blob.objects.filter(sha256=sha256).values_list("size", flat=True).first()
-    if size is not None:
-        return StagedImage(sha256, width, height, fmt, size, stored=True)
+def blob_staged(sha256: str, width: int, height: int, fmt: str, *, stored_size: int | None) -> StagedImage | None:
+    """The image with fingerprint ``sha256`` when it is stored already (``stored_size``, from
+    ``blobs_stored``: None when it is not), or staged with exactly those bytes (the staged
+    copy's content address is checked here, not trusted); None otherwise. A storage fault
+    propagates: a confirm that cannot read the store cannot store."""
+    if stored_size is not None:
+        return StagedImage(sha256, width, height, fmt, stored_size, stored=True)
     try:
         data = blob_store().read(staging_key(sha256))
     except FileNotFoundError:
@@ -84,16 +105,38 @@ def blobs_store_staged(images: Sequence[StagedImage], *, timeout: float | None =
     return len(missing)
 
 
-def blobs_record(images: Sequence[StagedImage]) -> dict[str, Blob]:
-    """The rows of stored images, made where missing: two statements whatever their number,
-    run in the caller's transaction so they commit with what references them."""
+_RECORDED = ("sha256", "size", "width", "height", "format", "created_at")
+
+
+@functools.cache
+def _record_sql(vendor: str, count: int) -> str:
+    rows = ", ".join([f"({', '.join(['%s'] * len(_RECORDED))})"] * count)
+    return (f"INSERT INTO {table(Blob)} ({', '.join(column(Blob, name) for name in _RECORDED)}) VALUES {rows}"  # noqa: S608
+            f" ON CONFLICT ({column(Blob, 'sha256')}) DO NOTHING")
+
+
+@functools.cache
+def _ids_sql(vendor: str, count: int) -> str:
+    return (f"SELECT {column(Blob, 'sha256')}, {column(Blob, 'id')} FROM {table(Blob)}"  # noqa: S608
+            f" WHERE {column(Blob, 'sha256')} IN ({', '.join(['%s'] * count)})")
+
+
+def blobs_record(images: Sequence[StagedImage]) -> dict[str, int]:
+    """The row ids of stored images, by fingerprint, their rows made where missing: two
+    statements whatever their number (a concurrent confirm that recorded one first is no
+    error), run in the caller's transaction so they commit with what references them."""
     wanted = {image.sha256: image for image in images}
-    Blob.objects.bulk_create(
-        [Blob(sha256=i.sha256, size=i.size, width=i.width, height=i.height, format=i.format)
-         for i in wanted.values() if not i.stored],
-        ignore_conflicts=True,  # a concurrent confirm recorded it first
-    )
-    return {blob.sha256: blob for blob in Blob.objects.filter(sha256__in=list(wanted))}
+    if not wanted:
+        return {}
+    db = default_db()
+    missing = [image for image in wanted.values() if not image.stored]
+    with hot_cursor() as cursor:
+        if missing:
+            at = db.ops.adapt_datetimefield_value(timezone.now())
+            cursor.execute(_record_sql(db.vendor, len(missing)), [
+                value for i in missing for value in (i.sha256, i.size, i.width, i.height, i.format, at)])
+        cursor.execute(_ids_sql(db.vendor, len(wanted)), list(wanted))
+        return dict(cursor.fetchall())
 
 
 def blobs_store_missing(images: Sequence[ProcessedImage], *, timeout: float | None = None) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Iterable
 
 from django.conf import settings
@@ -35,11 +34,21 @@ from ..blobs.services import (
     blob_staged,
     blobs_record,
     blobs_store_staged,
+    blobs_stored,
 )
 from ..ingest.process_image import ProcessedImage, image_facts, reproduce_image
 from ..metrics import counts_refused_images
-from ..models import Extension, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
+from ..models import Extension, Gallery, OperationStatus, PendingOperation
 from ..selectors import CONFIRMATION, SourceArguments, extension_for_owner, gallery_shas
+from .add_rows import (
+    gallery_append,
+    gallery_locked,
+    named_operation,
+    operation_create,
+    operation_end,
+    operation_status_locked,
+    pending_add,
+)
 from .sources import Handle, SourceBytes, SourceGone, read_source, resolve_handles
 
 TRAILING = "。.!！"
@@ -76,10 +85,7 @@ def _ended(status: str) -> Conflict:
 
 
 def _end(operation: PendingOperation, status: str, failure: str = "") -> None:
-    PendingOperation.objects.filter(pk=operation.pk, status=OperationStatus.PENDING).update(
-        status=status, failure_code=failure, ended_at=timezone.now()
-    )
-    operation.status = status
+    operation_end(operation, status, failure)
 
 
 def _expire_if_due(operation: PendingOperation) -> bool:
@@ -96,13 +102,6 @@ def _check_capacity(current: int, adding: int) -> None:
             f"The gallery holds at most {capacity} images; it has {current} and this would add {adding}.",
             code=ErrorCode.CAPACITY_EXCEEDED, details={"capacity": capacity, "current": current, "adding": adding},
         )
-
-
-def _pending_add(account: AccountIdentity, target: Extension) -> PendingOperation | None:
-    """The account's pending add to this extension: one at most (a unique constraint)."""
-    return PendingOperation.objects.filter(
-        account_id=account.pk, extension=target, status=OperationStatus.PENDING
-    ).select_related("extension__gallery").first()
 
 
 def _named(account: AccountIdentity, session: SessionKey, extension: str, operation: str) -> QuerySet[PendingOperation]:
@@ -125,7 +124,7 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
     target = extension_for_owner(account, extension)
     handles = resolve_handles(account=account, session=session, arguments=source)
     digest = _digest(target, handles)
-    existing = _pending_add(account, target)
+    existing = pending_add(account, target)
     if existing is not None and existing.session_id != session.pk and not (
             existing.session_id and session_is_live(existing.session_id)):
         # Its session ended (closed, or idle and not yet purged): it blocks nobody.
@@ -151,24 +150,20 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
     latest = conversation.latest_message(session.pk)
     try:
         with transaction.atomic():
-            operation = PendingOperation.objects.create(
-                account_id=account.pk, extension=target, session_id=session.pk, source_kind=source["source"],
-                request_digest=digest, after_message=latest.pk if latest else 0,
-                expires_at=timezone.now() + timedelta(seconds=settings.ARKME_PENDING_TTL_SECONDS),
-                sources=prepared,
-            )
+            operation = operation_create(
+                account=account, target=target, session=session, source_kind=source["source"], digest=digest,
+                after_message=latest.pk if latest else 0, sources=prepared)
     except IntegrityError:
         # A concurrent prepare won; the same one is answered with its operation.
-        winner = _pending_add(account, target)
+        winner = pending_add(account, target)
         if winner is not None and winner.request_digest == digest and winner.session_id == session.pk:
             return winner
         raise _pending_conflict() from None
-    operation.extension = target
     return operation
 
 
 def _operation_for(account: AccountIdentity, session: SessionKey, extension: str, operation: str) -> PendingOperation:
-    found = _named(account, session, extension, operation).select_related("extension__gallery").first()
+    found = named_operation(account, session, extension, operation)
     if found is None:
         raise NotFound("No such operation.", code=ErrorCode.UNKNOWN_OPERATION)
     return found
@@ -204,10 +199,10 @@ def gallery_add_awaiting_confirmation(*, account: AccountIdentity, session: Sess
                                       operation: str) -> PendingOperation | None:
     """The pending add still waiting for the human's 确认, or None (unknown, ended, expired, or
     already confirmed in the conversation). Reads only: confirm itself decides and says why."""
-    op = _named(account, session, extension, operation).filter(
-        status=OperationStatus.PENDING, expires_at__gt=timezone.now(),
-    ).select_related("extension__gallery").first()
-    if op is None or _confirmed_by_human(op, session):
+    op = named_operation(account, session, extension, operation)
+    if op is None or op.status != OperationStatus.PENDING or op.expires_at <= timezone.now():
+        return None
+    if _confirmed_by_human(op, session):
         return None
     return op
 
@@ -222,6 +217,8 @@ def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extens
         # The operation stays pending: the human may still say 确认.
         raise Conflict(f"The user has not confirmed: their latest message must be {CONFIRMATION}.",
                        code=ErrorCode.CONFIRMATION_REQUIRED)
+    # Which of its images are stored already, asked once for the add rather than per image.
+    present = blobs_stored([source["content_sha256"] for source in op.sources])
     stored = []
     for source in op.sources:
         changed = ContentRejected("A source image changed since it was prepared; prepare again.",
@@ -234,7 +231,7 @@ def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extens
             raise _fail(op, changed) from exc
         if now.sha256 != source["source_sha256"]:
             raise _fail(op, changed)
-        staged = _staged_again(now, source, account)
+        staged = _staged_again(now, source, account, present)
         if staged is None:
             raise _fail(op, changed)
         stored.append(staged)
@@ -243,57 +240,52 @@ def gallery_confirm_add(*, account: AccountIdentity, session: SessionKey, extens
     return _commit(op, stored)
 
 
-def _staged_again(now: SourceBytes, source: dict[str, Any], account: AccountIdentity) -> StagedImage | None:
+def _staged_again(now: SourceBytes, source: dict[str, Any], account: AccountIdentity,
+                  present: dict[str, int]) -> StagedImage | None:
     """The image prepare made from these unchanged bytes, staged: the render prepare staged,
     found by its content address, or else the image derived again and checked against it
-    (None when it differs). Staged as it goes, so only one image is in memory at a time."""
+    (None when it differs). Staged as it goes, so only one image is in memory at a time.
+    ``present``: the sizes of the add's images already stored, by fingerprint."""
     sha256, width, height = source["content_sha256"], source["width"], source["height"]
     if source.get("staged"):
-        staged = blob_staged(sha256, width, height, source["format"])
+        staged = blob_staged(sha256, width, height, source["format"], stored_size=present.get(sha256))
         if staged is not None:
             return staged
     image = reproduce_image(now.data, source["field"], content_sha256=sha256, width=width, height=height,
                             account=account.pk)
     if image.sha256 != sha256:
         return None
-    return blob_stage(image)
+    return blob_stage(image, stored=sha256 in present)
 
 
 def _commit(op: PendingOperation, images: list[StagedImage]) -> Confirmed:
     with transaction.atomic(durable=True):
-        gallery = Gallery.objects.select_for_update().select_related("extension").filter(
-            extension_id=op.extension_id, extension__owner_id=op.account_id).first()
-        locked = PendingOperation.objects.select_for_update().get(pk=op.pk)
-        if locked.status != OperationStatus.PENDING:
-            raise _ended(locked.status)
+        gallery = gallery_locked(op.extension_id, op.account_id)
+        status = operation_status_locked(op)
+        if status != OperationStatus.PENDING:
+            raise _ended(status)
         try:
             if gallery is None:
                 raise Conflict("The extension changed since the images were prepared.", code=ErrorCode.TARGET_CHANGED)
-            present = set(gallery_shas(gallery))
+            shas = gallery_shas(gallery)
+            present = set(shas)
             new: list[StagedImage] = []
             for image in images:
                 if image.sha256 not in present:
                     present.add(image.sha256)
                     new.append(image)
-            current = gallery.items.count()
+            current = len(shas)  # a row per item
             _check_capacity(current, len(new))
         except Conflict as error:
             # The failure is recorded in this transaction and raised once it has committed.
-            _end(locked, OperationStatus.FAILED, error.code)
+            _end(op, OperationStatus.FAILED, error.code)
             failure: Conflict | None = error
         else:
             failure = None
             # The rows of the images this add stores commit with it: one commit per confirm.
             blobs = blobs_record(new)
-            items = GalleryItem.objects.bulk_create([
-                GalleryItem(gallery=gallery, blob=blobs[image.sha256], position=current + offset)
-                for offset, image in enumerate(new, start=1)
-            ])
-            gallery.revision += 1
-            gallery.save(update_fields=["revision", "updated_at"])
-            GalleryHistory.objects.create(gallery=gallery, revision=gallery.revision, action=GalleryHistory.Action.ADD,
-                                          items=[item.public_id for item in items], operation=locked)
-            _end(locked, OperationStatus.CONFIRMED)
+            gallery_append(gallery, [blobs[image.sha256] for image in new], current, op)
+            _end(op, OperationStatus.CONFIRMED)
         # The last step before the commit: a caller that went away (while the blobs were being
         # stored, say) gets nothing added, and the operation stays pending for a retry.
         cancellation_check()
