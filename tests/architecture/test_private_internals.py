@@ -17,9 +17,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from arkme.accounts.models import Account
+from arkme.conversations import selectors as conversation_selectors
 from arkme.conversations import sessions
-from arkme.conversations.models import AgentSession, DshClient
+from arkme.conversations.models import AgentSession, DshClient, Message
 from arkme.kernel.sql import from_row, loaded
+from galleries import selectors as gallery_selectors
+from galleries.models import Extension, Gallery, PendingOperation
+from galleries.services import add_rows
 from groups import selectors as group_selectors
 from groups.models import Group
 from toolregistry import idempotency
@@ -34,6 +38,10 @@ LOADED = [
     (DshClient, ("id",)),
     (IdempotencyRecord, idempotency._RECORD_FIELDS),
     (Group, group_selectors._GROUP_FIELDS),
+    (Extension, gallery_selectors.EXTENSION_FIELDS),
+    (Gallery, gallery_selectors.GALLERY_FIELDS),
+    (PendingOperation, add_rows.OPERATION_FIELDS),
+    (Message, conversation_selectors.MESSAGE_FIELDS),
 ]
 
 
