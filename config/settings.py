@@ -221,6 +221,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_QUEUES = [Queue("celery"), Queue("blobs"), Queue("render")]
 CELERY_TASK_ROUTES = {
     "galleries.render_svg": {"queue": "render"},
+    "galleries.store_blobs": {"queue": "blobs"},
     "galleries.store_blob": {"queue": "blobs"},
 }
 # The web process waits for SVG renders and blob stores, so a broker needs a result backend:

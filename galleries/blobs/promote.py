@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from arkme.kernel.errors import ContentRejected, ErrorCode
+from arkme.kernel.errors import ArkmeError, ContentRejected, ErrorCode
 
 from ..ingest.process_image import sha256_hex
 from .storage import blob_key, blob_store, staging_key
@@ -45,3 +45,18 @@ def blob_promote(*, sha256: str) -> Promoted:
         created = store.put_copy_if_absent(final, staged, data)
     store.delete(staged)
     return {"sha256": sha256, "created": created}
+
+
+def blobs_promote(*, shas: list[str]) -> list[Promoted]:
+    """``blob_promote`` for each image, every one tried: one that fails leaves the others
+    stored (a retry finds them in place), and the first failure is raised after the last."""
+    promoted: list[Promoted] = []
+    failure: ArkmeError | None = None
+    for sha256 in shas:
+        try:
+            promoted.append(blob_promote(sha256=sha256))
+        except ArkmeError as error:
+            failure = failure or error
+    if failure is not None:
+        raise failure
+    return promoted

@@ -19,7 +19,7 @@ from ..ingest.process_image import ProcessedImage, sha256_hex
 from ..ingest.thumbnail import THUMBNAIL_SIDE, make_thumbnail
 from ..models import AccountImage, Blob, GalleryItem
 from .storage import BLOB_PREFIX, STAGING_PREFIX, THUMBNAIL_PREFIX, blob_key, blob_store, staging_key, thumbnail_key
-from .tasks import store_blob
+from .tasks import store_blobs
 
 GC_GRACE = timedelta(hours=1)
 logger = logging.getLogger(__name__)
@@ -94,14 +94,33 @@ def blob_staged(sha256: str, width: int, height: int, fmt: str, *, stored_size: 
     return StagedImage(sha256, width, height, fmt, len(data), stored=False)
 
 
+# The bytes one store task moves at most (a larger image has a task to itself): small images
+# share a task, whose own cost would otherwise outweigh moving them, and large ones are moved
+# side by side by as many workers.
+STORE_TASK_BYTES = 8 * 1024 * 1024
+
+
+def _store_batches(images: Sequence[StagedImage]) -> list[list[str]]:
+    batches: list[list[str]] = []
+    size = STORE_TASK_BYTES
+    for image in images:
+        if size + image.size > STORE_TASK_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(image.sha256)
+        size += image.size
+    return batches
+
+
 def blobs_store_staged(images: Sequence[StagedImage], *, timeout: float | None = None) -> int:
-    """Move every staged image to its content address (a task each, idempotent); a partial
-    failure retries only the missing. Records no row: the caller does, in its transaction
-    (``blobs_record``). Returns how many were moved."""
+    """Move every staged image to its content address (store tasks of up to ``STORE_TASK_BYTES``
+    each, idempotent); a partial failure retries only the missing. Records no row: the caller
+    does, in its transaction (``blobs_record``). Returns how many were moved."""
     missing = {image.sha256: image for image in images if not image.stored}
     if missing:
         # One deadline for them all, which each task carries: none runs after the caller gave up.
-        run_all_and_wait(store_blob, [(sha256,) for sha256 in missing], timeout=timeout)
+        run_all_and_wait(store_blobs, [(batch,) for batch in _store_batches(list(missing.values()))],
+                         timeout=timeout)
     return len(missing)
 
 

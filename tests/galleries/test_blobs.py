@@ -232,3 +232,39 @@ def test_promoting_an_image_already_stored_verifies_it_and_repairs_a_damaged_one
     blob_stage(image)
     blob_promote(sha256=image.sha256)
     assert store.read(blob_key(image.sha256)) == image.data
+
+
+def test_small_images_share_a_store_task_and_a_large_one_has_its_own(monkeypatch):
+    from galleries.blobs.services import STORE_TASK_BYTES, StagedImage, blobs_store_staged
+
+    sent: list[list[str]] = []
+    monkeypatch.setattr(blob_services, "run_all_and_wait",
+                        lambda task, calls, timeout=None: sent.extend(batch for (batch,) in calls))
+    images_ = [StagedImage(f"{n:064x}", 1, 1, "png", size, stored=n == 6)
+               for n, size in [(1, 1000), (2, 2000), (3, STORE_TASK_BYTES - 100), (4, STORE_TASK_BYTES), (5, 10),
+                               (6, 10)]]
+    assert blobs_store_staged(images_) == 5  # the sixth is stored already
+    assert sent == [[f"{1:064x}", f"{2:064x}"], [f"{3:064x}"], [f"{4:064x}"], [f"{5:064x}"]]
+
+
+@pytest.mark.django_db
+def test_a_store_task_promotes_every_image_it_can_and_then_answers_the_failure(backend):
+    from arkme.kernel.errors import ContentRejected
+    from galleries.blobs.promote import blobs_promote
+    from galleries.blobs.services import blob_stage
+    from galleries.blobs.storage import blob_store
+    from galleries.blobs.tasks import store_blobs
+
+    first, damaged, last = (process_image(images.png((400, 400), (c, 9, 9))) for c in (1, 2, 3))
+    for image in (first, damaged, last):
+        blob_stage(image)
+    store = blob_store()
+    store.delete(staging_key(damaged.sha256))
+    store.put_if_absent(staging_key(damaged.sha256), b"damaged")
+    with pytest.raises(ContentRejected):
+        blobs_promote(shas=[first.sha256, damaged.sha256, last.sha256])
+    assert store.exists(blob_key(first.sha256)) and store.exists(blob_key(last.sha256))
+    assert not store.exists(blob_key(damaged.sha256))
+    blob_stage(damaged)
+    answer = store_blobs.apply(args=[[first.sha256, damaged.sha256]]).get()
+    assert answer == {"ok": [{"sha256": first.sha256, "created": False}, {"sha256": damaged.sha256, "created": True}]}

@@ -116,6 +116,7 @@ def test_a_running_task_knows_its_callers_deadline():
 
 @pytest.mark.parametrize(("name", "queue"), [
     ("galleries.render_svg", "render"),
+    ("galleries.store_blobs", "blobs"),
     ("galleries.store_blob", "blobs"),
     ("groups.deliver_messages", "celery"),
     ("groups.redeliver_messages", "celery"),
