@@ -9,6 +9,7 @@ confirm:  the 确认 is the latest direct message, or the human's reply to this 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -148,8 +149,11 @@ def gallery_prepare_add(*, account: AccountIdentity, session: SessionKey, extens
     new = {p["content_sha256"] for p in prepared} - present
     _check_capacity(len(present), len(new))
     latest = conversation.latest_message(session.pk)
+    # The insert is one statement, a transaction of its own; only inside a caller's transaction
+    # does it need a savepoint, so that a refused insert leaves that transaction usable.
+    guard = transaction.atomic() if transaction.get_connection().in_atomic_block else contextlib.nullcontext()
     try:
-        with transaction.atomic():
+        with guard:
             operation = operation_create(
                 account=account, target=target, session=session, source_kind=source["source"], digest=digest,
                 after_message=latest.pk if latest else 0, sources=prepared)
