@@ -2,6 +2,7 @@
 ``galleries.selectors``, ``galleries.blobs.services``) are the rows the ORM reads and writes."""
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
 import pytest
@@ -80,3 +81,36 @@ def test_the_extension_comes_with_its_gallery_and_another_accounts_is_404(gs, wo
     assert extension.gallery == Gallery.objects.get(extension=extension)
     with pytest.raises(NotFound):
         extension_for_owner(world.bob, gs.extension)
+
+
+def _racing_prepare(gs, world, monkeypatch):
+    """A prepare that does not see the pending add another prepare just wrote (as when both
+    run at once): its insert is refused by the one-pending-add constraint."""
+    from galleries.services import gallery_add
+
+    real = gallery_add.pending_add
+    calls = {"n": 0}
+
+    def late(account, target):
+        calls["n"] += 1
+        return None if calls["n"] == 1 else real(account, target)
+
+    monkeypatch.setattr(gallery_add, "pending_add", late)
+    return lambda paths: _add(gs, world, paths)[1]
+
+
+@pytest.mark.parametrize("outer", [False, True], ids=["alone", "inside a transaction"])
+@pytest.mark.django_db(transaction=True)
+def test_a_prepare_refused_by_a_concurrent_one_is_409_and_leaves_a_callers_transaction_usable(
+        gs, world, monkeypatch, outer):
+    from django.db import transaction
+
+    from arkme.kernel.errors import Conflict
+
+    first = _add(gs, world, gs.write_many(1))[1]
+    prepare = _racing_prepare(gs, world, monkeypatch)
+    with transaction.atomic() if outer else contextlib.nullcontext():
+        with pytest.raises(Conflict) as refused:
+            prepare(gs.write_many(1, start=5))
+        assert refused.value.code == "operation_pending"
+        assert list(PendingOperation.objects.values_list("pk", flat=True)) == [first.pk]  # still usable
