@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 
-from arkme.conversations.models import AgentSession
+from arkme.conversations.models import AgentSession, SessionKey
 from arkme.kernel.errors import NotFound
 from galleries.blobs.services import StagedImage, blobs_record, blobs_stored
 from galleries.models import Blob, Gallery, GalleryHistory, GalleryItem, OperationStatus, PendingOperation
@@ -17,7 +17,8 @@ from galleries.services.gallery_add import gallery_confirm_add, gallery_prepare_
 
 
 def _add(gs, world, paths):
-    session = AgentSession.objects.get(public_id=gs.session)
+    found = AgentSession.objects.get(public_id=gs.session)
+    session = SessionKey(found.pk, found.public_id, found.workspace)  # as a call hands it over
     return session, gallery_prepare_add(account=world.alice, session=session, extension=gs.extension,
                                         source={"source": "workspace", "workspace_paths": paths})
 

@@ -266,5 +266,5 @@ def test_a_store_task_promotes_every_image_it_can_and_then_answers_the_failure(b
     assert store.exists(blob_key(first.sha256)) and store.exists(blob_key(last.sha256))
     assert not store.exists(blob_key(damaged.sha256))
     blob_stage(damaged)
-    answer = store_blobs.apply(args=[[first.sha256, damaged.sha256]]).get()
+    answer = store_blobs.apply(args=([first.sha256, damaged.sha256],)).get()
     assert answer == {"ok": [{"sha256": first.sha256, "created": False}, {"sha256": damaged.sha256, "created": True}]}
