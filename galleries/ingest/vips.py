@@ -199,6 +199,57 @@ TURNED_IN_BANDS = frozenset({3, 4, 5, 6, 7, 8})
 STRIP_ROWS = 128
 
 
+class _TurnedBands:
+    """A turned image's stored rows, made a strip at a time from two bands of the source, the
+    band before let go before the next is decoded (``_encode_in_bands``)."""
+
+    def __init__(self, data: bytes, fmt: str, orientation: int, icc: bytes | None, field: str | None) -> None:
+        self.data, self.fmt, self.orientation, self.icc, self.field = data, fmt, orientation, icc, field
+        header = _loaded(data, fmt, None, icc, field)  # lazy: nothing is decoded until pixels are asked for
+        turned = upright(_in_srgb(header, icc, field), orientation)  # lazy too: what the encoder is given
+        self.width, self.height, self.bands = turned.width, turned.height, turned.bands
+        self.interpretation, self.xres, self.yres = turned.interpretation, turned.xres, turned.yres
+        self.unit = header.get("resolution-unit") if header.get_typeof("resolution-unit") else None
+        self.transposed = orientation >= 5
+        self.length = header.width if self.transposed else header.height  # source columns or rows, one a stored row
+        self.mirrored = orientation in (3, 4, 7, 8)  # the first stored row is the source's last column or row
+        middle = -(-self.length // 2 // STRIP_ROWS) * STRIP_ROWS
+        self.edges = [0, middle, self.length] if middle < self.length else [0, self.length]
+        self.held: dict[int, Any] = {}
+        self.failed: list[BaseException] = []
+
+    def source_range(self, first: int, last: int) -> tuple[int, int]:
+        """The source's columns or rows that stored rows ``first`` to ``last`` are made of."""
+        return (self.length - last, self.length - first) if self.mirrored else (first, last)
+
+    def _crop(self, image: Any, start: int, end: int) -> Any:
+        return (image.crop(start, 0, end - start, image.height) if self.transposed
+                else image.crop(0, start, image.width, end - start))
+
+    def band(self, index: int) -> Any:
+        if index not in self.held:
+            self.held.clear()  # the band before is let go before the next is decoded
+            start, end = self.source_range(self.edges[index], self.edges[index + 1])
+            part = self._crop(_loaded(self.data, self.fmt, None, self.icc, self.field), start, end)
+            self.held[index] = _held_in_a_mapping(_in_srgb(part, self.icc, self.field), self.field)
+        return self.held[index]
+
+    def strip(self, number: int) -> bytes:
+        """Stored rows ``number × STRIP_ROWS`` onwards; b"" (the stream ends early, so the
+        encoder fails) when they cannot be made, the error kept in ``failed``."""
+        try:
+            first = number * STRIP_ROWS
+            index = 1 if len(self.edges) > 2 and first >= self.edges[1] else 0
+            start, end = self.source_range(first, min(first + STRIP_ROWS, self.length))
+            origin = self.source_range(self.edges[index], self.edges[index + 1])[0]
+            rows: bytes = upright(self._crop(self.band(index), start - origin, end - origin),
+                                  self.orientation).write_to_memory()
+            return rows
+        except BaseException as exc:  # raised once the encoder has stopped
+            self.failed.append(exc)
+            return b""
+
+
 def _encode_in_bands(data: bytes, fmt: str, orientation: int, icc: bytes | None, field: str | None,
                      output: EncodedOutput) -> tuple[int, int]:
     """Encode a turned image held half at a time into ``output``; its size as stored.
@@ -214,71 +265,30 @@ def _encode_in_bands(data: bytes, fmt: str, orientation: int, icc: bytes | None,
     whole; it costs a second decode and the strips made one at a time (a 12 Mpx JPEG in about
     225 ms instead of 120)."""
     pyvips = libvips()
-    header = _loaded(data, fmt, None, icc, field)  # lazy: nothing is decoded until pixels are asked for
-    turned = upright(_in_srgb(header, icc, field), orientation)  # lazy too: what the encoder is given
-    width, height, bands, interpretation = turned.width, turned.height, turned.bands, turned.interpretation
-    xres, yres = turned.xres, turned.yres
-    unit = header.get("resolution-unit") if header.get_typeof("resolution-unit") else None
-    transposed = orientation >= 5
-    length = header.width if transposed else header.height  # source columns or rows, one a stored row
-    del header, turned
-    mirrored = orientation in (3, 4, 7, 8)  # the first stored row is the source's last column or row
-    middle = -(-length // 2 // STRIP_ROWS) * STRIP_ROWS
-    edges = [0, middle, length] if middle < length else [0, length]
-    held: dict[int, Any] = {}
-    failed: list[BaseException] = []
-
-    def source_range(first: int, last: int) -> tuple[int, int]:
-        """The source's columns or rows that stored rows ``first`` to ``last`` are made of."""
-        return (length - last, length - first) if mirrored else (first, last)
-
-    def crop(image: Any, start: int, end: int) -> Any:
-        return (image.crop(start, 0, end - start, image.height) if transposed
-                else image.crop(0, start, image.width, end - start))
-
-    def band(index: int) -> Any:
-        if index not in held:
-            held.clear()  # the band before is let go before the next is decoded
-            start, end = source_range(edges[index], edges[index + 1])
-            part = crop(_loaded(data, fmt, None, icc, field), start, end)
-            held[index] = _held_in_a_mapping(_in_srgb(part, icc, field), field)
-        return held[index]
-
-    def strip(number: int) -> bytes:
-        try:
-            first = number * STRIP_ROWS
-            index = 1 if len(edges) > 2 and first >= edges[1] else 0
-            start, end = source_range(first, min(first + STRIP_ROWS, length))
-            origin = source_range(edges[index], edges[index + 1])[0]
-            rows: bytes = upright(crop(band(index), start - origin, end - origin), orientation).write_to_memory()
-            return rows
-        except BaseException as exc:  # raised once the encoder has stopped
-            failed.append(exc)
-            return b""  # the stream ends early: the encoder fails
-
-    band(0)  # decoded before the encoder starts, so a damaged source is refused here
-    stream = TiffStrips(width, height, bands, STRIP_ROWS, strip)
+    bands = _TurnedBands(data, fmt, orientation, icc, field)
+    bands.band(0)  # decoded before the encoder starts, so a damaged source is refused here
+    stream = TiffStrips(bands.width, bands.height, bands.bands, STRIP_ROWS, bands.strip)
     source = pyvips.SourceCustom()
     source.on_read(stream.read)
     source.on_seek(stream.seek)
     try:
         image = pyvips.Image.tiffload_source(source, access="sequential", fail_on="error")
-        image = image.copy(interpretation=interpretation, xres=xres, yres=yres)
+        image = image.copy(interpretation=bands.interpretation, xres=bands.xres, yres=bands.yres)
         # Where the encoder writes a resolution (JFIF, when libvips has no EXIF support), in
         # the source's unit, inches when it gave none, as from the image turned whole.
-        if unit is not None:
-            image.set_type(pyvips.GValue.gstr_type, "resolution-unit", unit)
+        if bands.unit is not None:
+            image.set_type(pyvips.GValue.gstr_type, "resolution-unit", bands.unit)
         elif image.get_typeof("resolution-unit"):
             image.remove("resolution-unit")
         _encode(image, fmt, output, field)
     except (pyvips.Error, ImageRejected):
-        if not failed:
+        if not bands.failed:
             raise
     finally:
-        held.clear()
-    if failed:  # a strip that could not be made, whatever the encoder made of the stream's end
-        raise failed[0]
-    return width, height
+        bands.held.clear()
+    if bands.failed:  # a strip that could not be made, whatever the encoder made of the stream's end
+        raise bands.failed[0]
+    return bands.width, bands.height
 
 
 def _held_in_a_mapping(image: Any, field: str | None) -> Any:
