@@ -19,7 +19,7 @@ from fastmcp.tools.base import Tool, ToolResult
 from jsonschema import Draft202012Validator
 from mcp_types import TextContent
 
-from bench.mcp_tools import ECHO, echo
+from bench.echo import ECHO, echo  # nothing of Django: uvicorn's workers do not set it up
 
 # Each tool's validator, built once as the product builds its own (a validator per call cost
 # the peer about 5 µs more than the check itself).

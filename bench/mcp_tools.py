@@ -14,22 +14,17 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from bench.echo import ECHO, ECHO_INPUT, ECHO_OUTPUT, echo
 from toolregistry.catalog import CATALOG, PROFILE_KINDS, Catalog
 from toolregistry.metadata import Approval, Effect, Kind, Phase, ToolDefinition, ToolMetadata
 from toolregistry.registrar import Registrar
 
-ECHO = "arkme_bench_echo"
-ECHO_INPUT = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 200}},
-              "required": ["text"], "additionalProperties": False}
-ECHO_OUTPUT = {"type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"],
-               "additionalProperties": False}
+__all__ = ["ECHO", "ECHO_INPUT", "ECHO_OUTPUT", "PHASES", "PROFILE", "SIZES", "echo", "install", "registrar",
+           "write_definitions"]
+
 SIZES = (7, 32, 128)
 PROFILE = "hybrid"
 PHASES = frozenset({Phase.CORE, Phase.ATTACHMENTS})
-
-
-def echo(arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"echo": arguments["text"]}
 
 
 def _echo_module() -> SimpleNamespace:

@@ -126,7 +126,9 @@ def databases(var_dir: Path) -> dict[str, dict[str, Any]]:
             # The pool keeps the connections (Django requires CONN_MAX_AGE=0 with it, so
             # DATABASE_CONN_MAX_AGE applies without the pool only), and checks each one as it hands
             # it out: after a restart of PostgreSQL no request gets one of the dead connections.
-            default.update({"CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": True})
+            # The check asks the connection's socket first and sends a query only when something
+            # waits there (config/postgresql/base.py): PostgreSQL says goodbye as it ends one.
+            default.update({"ENGINE": "config.postgresql", "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": True})
     return {"default": default}
 
 

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from arkme.kernel.metrics import metrics_view
+from toolregistry.api.urls import urlpatterns as dsh_api
 
 from .dashboard import dashboard
 from .health import healthz, readyz
@@ -13,7 +14,7 @@ admin.site.site_url = None
 
 # The machine paths first: every DSH call is resolved, and patterns are tried in order.
 urlpatterns = [
-    path("dsh/v1/", include("toolregistry.api.urls")),
+    *dsh_api,
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),

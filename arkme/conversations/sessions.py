@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import re
 from datetime import datetime, timedelta
-from typing import Iterable
+from typing import Any, Iterable
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -86,8 +86,10 @@ def _session_sql(vendor: str, keyed: bool, for_update: bool) -> str:
 
 
 def _session_row(client: DshClient | None, public_id: str, key_hash: str = "", *,
-                 for_update: bool = False) -> tuple[AgentSession, bool] | None:
-    """The session with its account attached, and whether that account is active."""
+                 for_update: bool = False) -> AgentSession | None:
+    """The session with its account attached, checked (``_checked``: its one 404, its touch),
+    or None when no row matches. The touch goes out on the cursor that read the row, as its
+    second statement: the stale read is the session view's most common write."""
     db = default_db()
     sql = _session_sql(db.vendor, client is None, for_update)
     params: list[str | int] = [key_hash if client is None else client.pk, public_id]
@@ -96,16 +98,16 @@ def _session_row(client: DshClient | None, public_id: str, key_hash: str = "", *
         # cost more to set up than the statement does to run (docs/PERFORMANCE.md).
         cursor.execute(sql, params)
         row = cursor.fetchone()
-    if row is None:
-        return None
-    session = from_row(AgentSession, _SESSION_FIELDS, row[:len(_SESSION_FIELDS)], db)
-    # The account as select_related attaches it (into the relation's cache, not through the
-    # descriptor, whose checks cost more than the rest: docs/ARCHITECTURE.md, "Private
-    # internals kept"), with only these columns loaded.
-    active = bool(row[-1])
-    _ACCOUNT.set_cached_value(session, loaded(Account, db.alias, ("id", "public_id", "is_active"),
-                                              (session.account_id, row[-2], active)))
-    return session, active
+        if row is None:
+            return None
+        session = from_row(AgentSession, _SESSION_FIELDS, row[:len(_SESSION_FIELDS)], db)
+        # The account as select_related attaches it (into the relation's cache, not through the
+        # descriptor, whose checks cost more than the rest: docs/ARCHITECTURE.md, "Private
+        # internals kept"), with only these columns loaded.
+        active = bool(row[-1])
+        _ACCOUNT.set_cached_value(session, loaded(Account, db.alias, ("id", "public_id", "is_active"),
+                                                  (session.account_id, row[-2], active)))
+        return _checked(session, active, cursor)
 
 
 @functools.cache
@@ -117,24 +119,24 @@ def _touch_sql(vendor: str) -> str:
 def session_for_client(client: DshClient, public_id: str, *, for_update: bool = False) -> AgentSession:
     """The client's own open, unexpired session; anything else is one indistinguishable 404.
     ``for_update``: its row locked until the caller's transaction ends."""
-    found = _session_row(client, str(public_id), for_update=for_update)
-    return _checked(*found) if found else _checked(None)
+    session = _session_row(client, str(public_id), for_update=for_update)
+    if session is None:
+        raise unknown_session()
+    return session
 
 
 def session_for_key(key: str, public_id: str) -> tuple[DshClient, AgentSession]:
     """The client a key names and its session, read in one statement; ``NotAuthenticated``
     for a key that names no active client, else ``session_for_client``'s one 404."""
     key_hash = client_key_digest(key)
-    found = _session_row(None, str(public_id), key_hash) if key_hash else None
-    if found is None:
+    session = _session_row(None, str(public_id), key_hash) if key_hash else None
+    if session is None:
         client = client_for_key(key)
         if client is None:
             raise NotAuthenticated("The client key is not valid.")
         return client, session_for_client(client, public_id)
-    session, active = found
     # Only the id: the call needs no more of the client than whose it is.
-    client = loaded(DshClient, str(session._state.db), ("id",), (session.client_id,))
-    return client, _checked(session, active)
+    return loaded(DshClient, str(session._state.db), ("id",), (session.client_id,)), session
 
 
 def unknown_session() -> NotFound:
@@ -143,18 +145,14 @@ def unknown_session() -> NotFound:
     return NotFound("No such session.", code=ErrorCode.UNKNOWN_SESSION)
 
 
-def _checked(session: AgentSession | None, account_active: bool | None = None) -> AgentSession:
-    """``account_active``: the account's flag when the caller read it with the session."""
-    # The unique key finds the row; the rest is checked on it (this runs on every DSH call).
+def _checked(session: AgentSession, account_active: bool, cursor: Any) -> AgentSession:
+    """The session's checks on the row just read (the unique key found it), and its touch on
+    ``cursor`` when it was last seen more than ``TOUCH_INTERVAL`` ago."""
     now = timezone.now()
-    if (session is None or session.closed_at is not None
-            or session.last_seen_at < _idle_cutoff(now)
-            or not (session.account.is_active if account_active is None else account_active)):
+    if session.closed_at is not None or session.last_seen_at < _idle_cutoff(now) or not account_active:
         raise unknown_session()
     if now - session.last_seen_at > TOUCH_INTERVAL:
-        db = default_db()
-        with hot_cursor() as cursor:
-            cursor.execute(_touch_sql(db.vendor), [db.ops.adapt_datetimefield_value(now), session.id])
+        cursor.execute(_touch_sql(cursor.db.vendor), [cursor.db.ops.adapt_datetimefield_value(now), session.id])
         session.last_seen_at = now
     return session
 

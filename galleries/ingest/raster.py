@@ -22,8 +22,10 @@ turned copy (docs/PERFORMANCE.md). One that must be held whole for its turn is d
 Pillow instead where Pillow's memory is exactly the decoded image and Pillow decodes it as
 fast (a grey JPEG; a 16-bit RGBA PNG, which libvips would cache at 16 bits), and lent to
 libvips without a copy (``vips.lent_pixels``): libvips' sequential decoders keep a line cache
-of some 640 rows beside the image. Colour is converted before the image is held, so a CMYK one
-is held in three bytes a pixel. A palette PNG stays one byte a pixel: Pillow decodes its
+of some 640 rows beside the image. An RGB or CMYK JPEG libvips decodes for a turn is held half
+at a time: two bands of the stored rows, each decoded by a pass of its own over the source and
+let go before the next, fed to the encoder a strip at a time (``tiff_strips``). Colour is
+converted before the image is held, so a CMYK one is held in three bytes a pixel. A palette PNG stays one byte a pixel: Pillow decodes its
 indices, its palette is converted on its own, and it is written out turned a strip at a time
 (``png_palette.write_palette_png``). GIFs go through Pillow.
 libvips' encoder writes its output a chunk at a time into the fingerprint, and into memory

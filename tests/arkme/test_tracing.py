@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from arkme.kernel.tracing import tracing_requested
+from arkme.kernel.tracing import tracing_recheck, tracing_requested
 from tests.support.mcp import Mcp, accept
 from toolregistry.models import ApprovalGrant
 
@@ -27,6 +27,7 @@ def _provider():
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
     trace.set_tracer_provider(provider)  # once per process, as an SDK's provider is
+    tracing_recheck()  # installed after the process's first calls
     return provider
 
 
@@ -138,11 +139,25 @@ def test_without_a_provider_spans_are_skipped_not_attached(monkeypatch):
         raise AssertionError("a no-op span was attached to the context")
 
     monkeypatch.setattr(trace, "get_tracer_provider", lambda: trace.ProxyTracerProvider())
+    monkeypatch.setattr(tracing, "_recording", None)  # asked again, of the provider above
     monkeypatch.setattr(tracing.tracer, "start_as_current_span", attached)
     with tracing.span("execute_tool x", {"gen_ai.tool.name": "x"}) as span:
         assert span is trace.INVALID_SPAN and not span.is_recording()
         span.set_attribute("error.type", "x")  # what callers do on a refusal: a no-op
         assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+def test_whether_spans_are_recorded_is_asked_once_until_rechecked(monkeypatch):
+    from arkme.kernel import tracing
+
+    asked = []
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: asked.append(1) or trace.ProxyTracerProvider())
+    monkeypatch.setattr(tracing, "_recording", None)
+    assert [tracing.tracing_on() for _ in range(3)] == [False] * 3 and len(asked) == 1
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: asked.append(1) or TracerProvider())
+    assert tracing.tracing_on() is False and len(asked) == 1  # installed later: not seen until rechecked
+    tracing.tracing_recheck()
+    assert tracing.tracing_on() is True and len(asked) == 2
 
 
 def test_with_a_provider_spans_are_recorded(spans):

@@ -150,3 +150,18 @@ def test_the_product_is_served_with_the_procfiles_malloc_arenas(monkeypatch):
     monkeypatch.setenv("MALLOC_ARENA_MAX", "3")  # an operator's setting is kept, as the Procfile keeps it
     assert product_environment(7)["MALLOC_ARENA_MAX"] == "3"
     assert product_environment(7)["ARKME_BENCH_MCP_TOOLS"] == "7"
+
+
+def test_the_peer_serves_a_call_as_the_served_figures_start_it(tmp_path):
+    """uvicorn's workers import the peer with nothing of Django set up, as the served figures
+    start it (``mcp_serving.start_peer``): it starts, reports its runtime and answers a call."""
+    from bench.mcp_serving import request, start_peer
+
+    server = start_peer(7, tmp_path)
+    try:
+        body, headers = request("tools/call", {"name": ECHO, "arguments": {"text": "hi"}}, None, ECHO)
+        sent = urllib.request.Request(server.url + "/mcp", body.encode(), headers, method="POST")  # noqa: S310
+        with urllib.request.urlopen(sent, timeout=20) as answer:  # noqa: S310 (our http://127.0.0.1 URL)
+            assert json.load(answer)["result"]["structuredContent"] == {"echo": "hi"}
+    finally:
+        server.stop()

@@ -1,31 +1,38 @@
-"""The DSH API's routes: the REST views and each session's MCP endpoint."""
-from django.urls import include, path
+"""The DSH API's routes: the REST views and each session's MCP endpoint.
+
+The routes are written out in full under ``PREFIX`` and listed first in the project's
+URLconf, not mounted with ``include()``: every DSH call is resolved, and each level of
+``include()`` cost a resolver of its own (its prefix matched, a partial match built and
+merged, and a ``Resolver404`` raised and caught where a prefix did not match), about as much
+as the rest of a cheap call's routing. Names are ``dsh-…``, the namespace the API had. The
+schema and its documentation pages are not on a call's path and keep their namespace.
+"""
+from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from ..mcp.door import session_mcp
 from . import views
 
-app_name = "dsh"
+PREFIX = "dsh/v1/"
+_SESSION = f"{PREFIX}sessions/<str:session>"
 
-# A session's routes share one prefix, matched once; the calls DSH makes most come first.
-# Every route ends where it is anchored, so their order changes what is tried, never what matches.
-session_patterns = [
-    path("tools/<str:name>/execute", views.ExecuteApi.as_view(), name="execute"),
-    path("mcp", session_mcp, name="mcp"),
-    path("tools/<str:name>/pre-execute", views.PreExecuteApi.as_view(), name="pre-execute"),
-    path("messages", views.MessagesApi.as_view(), name="messages"),
-    path("approvals/<str:approval>", views.ApprovalStatusApi.as_view(), name="approval-status"),
-    path("phases/attachments", views.AttachmentsPhaseApi.as_view(), name="attachments"),
-]
-
-# The session view before the session's routes: a route that does not match costs one regular
-# expression, while a prefix that does not match raises (and catches) Django's Resolver404.
-urlpatterns = [
-    path("sessions/<str:session>", views.SessionApi.as_view(), name="session"),
-    path("sessions/<str:session>/", include(session_patterns)),
-    path("sessions", views.SessionsApi.as_view(), name="sessions"),
-    path("catalog", views.CatalogApi.as_view(), name="catalog"),
+_documentation = ([
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="dsh:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="dsh:schema"), name="redoc"),
+], "dsh")
+
+# The calls DSH makes most come first. Every route is anchored at both ends, so their order
+# changes what is tried, never what matches.
+urlpatterns: list[URLPattern | URLResolver] = [
+    path(_SESSION, views.SessionApi.as_view(), name="dsh-session"),
+    path(f"{_SESSION}/tools/<str:name>/execute", views.ExecuteApi.as_view(), name="dsh-execute"),
+    path(f"{_SESSION}/mcp", session_mcp, name="dsh-mcp"),
+    path(f"{_SESSION}/tools/<str:name>/pre-execute", views.PreExecuteApi.as_view(), name="dsh-pre-execute"),
+    path(f"{_SESSION}/messages", views.MessagesApi.as_view(), name="dsh-messages"),
+    path(f"{_SESSION}/approvals/<str:approval>", views.ApprovalStatusApi.as_view(), name="dsh-approval-status"),
+    path(f"{_SESSION}/phases/attachments", views.AttachmentsPhaseApi.as_view(), name="dsh-attachments"),
+    path(f"{PREFIX}sessions", views.SessionsApi.as_view(), name="dsh-sessions"),
+    path(f"{PREFIX}catalog", views.CatalogApi.as_view(), name="dsh-catalog"),
+    path(PREFIX, include(_documentation)),
 ]
