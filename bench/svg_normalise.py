@@ -24,6 +24,9 @@ from .common import Result, paired_medians
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKER = "redis://127.0.0.1:6379/13"
+# The queue the render task is routed to (CELERY_TASK_ROUTES), which the worker here consumes,
+# as the Procfile's `render` process does; tests/bench/test_harness.py holds the two together.
+RENDER_QUEUE = "render"
 
 
 def svgs() -> dict[str, bytes]:
@@ -75,13 +78,17 @@ def _on_a_broker() -> tuple[float, float]:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "CELERY_BROKER_URL": BROKER,
            "ARKME_TASK_WAIT_SECONDS": "60", "ARKME_REQUEST_BUDGET_SECONDS": "120"}
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "warning", "-c", "1", "-Q", "celery",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "warning", "-c", "1", "-Q", RENDER_QUEUE,
          "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"bench-{os.getpid()}@%h"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         time.sleep(3)  # the first render waits for the worker anyway; this keeps it out of the warm-up
-        output = subprocess.run([sys.executable, "-m", "bench.svg_normalise", "--inner"], cwd=ROOT, env=env,
-                                check=True, capture_output=True, text=True).stdout
+        inner = subprocess.run([sys.executable, "-m", "bench.svg_normalise", "--inner"], cwd=ROOT, env=env,
+                               capture_output=True, text=True)
+        if inner.returncode:
+            # The figure says why it failed: the inner run's last lines, not only its exit status.
+            raise RuntimeError(f"the measurement on a broker failed: {inner.stderr.strip()[-600:]}")
+        output = inner.stdout
         ours, least = json.loads(output.strip().splitlines()[-1])
         return ours, least
     finally:

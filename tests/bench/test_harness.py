@@ -97,3 +97,14 @@ def test_the_bare_view_reads_only_the_callers_session(bench_urls, dsh, other_dsh
     assert other_dsh.api.get(f"/bench/bare/{session}").status_code == 404
     stranger = APIClient(HTTP_AUTHORIZATION="Bearer dsh_wrong")
     assert stranger.get(f"/bench/bare/{session}").status_code == 404
+
+
+def test_the_svg_figures_worker_consumes_the_queue_renders_are_routed_to(settings):
+    # A worker on another queue never answers, and the figure fails after its wait instead of
+    # measuring the production path.
+    from bench.svg_normalise import RENDER_QUEUE
+
+    assert settings.CELERY_TASK_ROUTES["galleries.render_svg"]["queue"] == RENDER_QUEUE
+    procfile = (Path(__file__).resolve().parents[2] / "Procfile").read_text()
+    render_line = next(line for line in procfile.splitlines() if line.startswith("render:"))
+    assert f"-Q {RENDER_QUEUE}" in render_line
