@@ -126,9 +126,10 @@ def databases(var_dir: Path) -> dict[str, dict[str, Any]]:
             # The pool keeps the connections (Django requires CONN_MAX_AGE=0 with it, so
             # DATABASE_CONN_MAX_AGE applies without the pool only), and checks each one as it hands
             # it out: after a restart of PostgreSQL no request gets one of the dead connections.
-            # The check asks the connection's socket first and sends a query only when something
-            # waits there (config/postgresql/base.py): PostgreSQL says goodbye as it ends one.
-            default.update({"ENGINE": "config.postgresql", "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": True})
+            # The check is psycopg's, a round trip: a check that only asked the socket whether
+            # PostgreSQL's goodbye had come handed out connections it was about to end
+            # (docs/PERFORMANCE.md, "The pool's check without a round trip").
+            default.update({"CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": True})
     return {"default": default}
 
 

@@ -161,21 +161,3 @@ def test_every_pin_the_architecture_document_names_exists():
             assert not test or re.search(rf"^def {test}\(", file.read_text(), re.MULTILINE), ref
             named += 1
     assert named >= 10
-
-
-# --- config.postgresql: Django's pool property, made again with the pool's cheaper check ------
-
-def test_djangos_pool_is_built_as_the_backend_builds_it_again():
-    """config/postgresql/base.py makes the pool as Django's ``pool`` property does, keeping it
-    where Django's ``close_pool`` looks (``_connection_pools``) and set up by Django's
-    ``_configure_connection``, with only the check changed: Django names psycopg's own check
-    there and takes no other."""
-    from django.db.backends.postgresql import base
-
-    source = inspect.getsource(base.DatabaseWrapper.pool.fget)
-    for relied_on in ("self._connection_pools", "configure=self._configure_connection", "autocommit\"] = True",
-                      "check=ConnectionPool.check_connection if enable_checks else None", "open=False",
-                      "**pool_options"):
-        assert relied_on in source, relied_on
-    assert "self._connection_pools[self.alias]" in inspect.getsource(base.DatabaseWrapper.close_pool)
-    assert callable(base.DatabaseWrapper._configure_connection)
