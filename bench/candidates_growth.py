@@ -22,8 +22,12 @@ QUERIES = (("none", None), ("matching", "kim"), ("nobody", "zzz"), ("the oldest 
 # The oldest partner of each scene is called Quill: one account a scene, never a member.
 OLDEST = "Quill"
 GROUP_SIZES = (50, 50_000)
-# The chats a density applies to: the newest ones, at least the window the product reads.
-RECENT = 2_000
+# The chats a density applies to: the newest ones, as many as the window the product reads
+# without a query (ARKME_CANDIDATE_RECENT_CHATS' default), and no more than the smallest size,
+# so that a density makes the same members at every size and a cell's two scenes differ in
+# their chats alone. (At 2,000 the 10k scene held twice the 1k scene's members, and a query
+# passing every member before its first match read twice the rows for that, not for the chats.)
+RECENT = 1_000
 BATCH = 5_000
 
 
@@ -86,6 +90,10 @@ def run() -> Result:
 
     from groups.services import group_member_candidates
 
+    from django.conf import settings
+
+    if not RECENT == settings.ARKME_CANDIDATE_RECENT_CHATS <= min(SIZES):
+        raise RuntimeError("the scenes' recent chats must be the product's window, at every size")
     filler = _people("f", max(GROUP_SIZES))
     scenes = {chats: scene(chats, filler) for chats in SIZES}
     with connection.cursor() as cursor:
