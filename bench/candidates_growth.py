@@ -85,12 +85,11 @@ def scene(chats: int, filler: list) -> Scene:
 
 
 def run() -> Result:
+    from django.conf import settings
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from groups.services import group_member_candidates
-
-    from django.conf import settings
 
     if not RECENT == settings.ARKME_CANDIDATE_RECENT_CHATS <= min(SIZES):
         raise RuntimeError("the scenes' recent chats must be the product's window, at every size")
