@@ -5,7 +5,8 @@ The pipeline runs in tiles over every core and turns an image while encoding it 
 making a turned copy; its encoder writes its output a chunk at a time into the fingerprint,
 and into memory only when the caller keeps the bytes, and is stopped at the stored limit
 instead of finishing an output that would be refused. A JPEG it decodes for a turn is held
-half at a time instead of whole (``_encode_in_bands``).
+half at a time instead of whole (``_encode_in_bands``), but for a CMYK one, held whole in
+three bytes a pixel for its four.
 """
 from __future__ import annotations
 
@@ -214,7 +215,10 @@ class _TurnedBands:
         self.length = header.width if self.transposed else header.height  # source columns or rows, one a stored row
         self.mirrored = orientation in (3, 4, 7, 8)  # the first stored row is the source's last column or row
         middle = -(-self.length // 2 // STRIP_ROWS) * STRIP_ROWS
-        self.edges = [0, middle, self.length] if middle < self.length else [0, self.length]
+        # Held whole, a source of more bands than it is stored with (CMYK, four bytes a pixel,
+        # stored as sRGB, three) is three quarters of one decoded image: it is decoded once.
+        fewer = self.bands < header.bands
+        self.edges = [0, middle, self.length] if middle < self.length and not fewer else [0, self.length]
         self.held: dict[int, Any] = {}
         self.failed: list[BaseException] = []
 
@@ -252,7 +256,8 @@ class _TurnedBands:
 
 def _encode_in_bands(data: bytes, fmt: str, orientation: int, icc: bytes | None, field: str | None,
                      output: EncodedOutput) -> tuple[int, int]:
-    """Encode a turned image held half at a time into ``output``; its size as stored.
+    """Encode a turned image held half at a time into ``output``; its size as stored (a CMYK
+    source, stored in three bytes a pixel for its four, is held whole: one band, one decode).
 
     Held whole for its turn, a camera JPEG sat beside libvips' sequential decoder's line cache
     (512 rows of the full width, 0.17× a 4000×3000 image) when its last row was decoded, and

@@ -157,7 +157,8 @@ def test_a_turned_image_pillow_decodes_whole_and_fast_is_lent_to_libvips(kind, l
 
 
 def test_a_turned_cmyk_jpeg_is_held_in_rgb(monkeypatch):
-    """Converted as it is decoded, then held for its turn: three bytes a pixel, not four."""
+    """Converted as it is decoded, then held for its turn: three bytes a pixel, not four, so
+    held whole it is three quarters of the decoded image, and its source is decoded once."""
     held: list[tuple[int, str]] = []
     real = vips._held_in_a_mapping
     monkeypatch.setattr(vips, "_held_in_a_mapping",
@@ -165,7 +166,7 @@ def test_a_turned_cmyk_jpeg_is_held_in_rgb(monkeypatch):
     out = io.BytesIO()
     Image.new("CMYK", (400, 320), (0, 255, 255, 0)).save(out, "JPEG", exif=_exif(6))
     assert process_raster(out.getvalue(), "jpeg")[1:] == (320, 400)
-    assert held == [(3, "srgb")] * 2  # held half at a time (test_turned_in_bands)
+    assert held == [(3, "srgb")]  # one band, not two passes over the source (test_turned_in_bands)
 
 
 def test_pixels_lent_or_decoded_by_libvips_are_the_same_pixels(monkeypatch):
