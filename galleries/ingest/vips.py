@@ -201,8 +201,8 @@ STRIP_ROWS = 128
 
 
 class _TurnedBands:
-    """A turned image's stored rows, made a strip at a time from two bands of the source, the
-    band before let go before the next is decoded (``_encode_in_bands``)."""
+    """A turned image's stored rows, made a strip at a time from two bands of the source (one
+    for a CMYK source), the band before let go before the next is decoded (``_encode_in_bands``)."""
 
     def __init__(self, data: bytes, fmt: str, orientation: int, icc: bytes | None, field: str | None) -> None:
         self.data, self.fmt, self.orientation, self.icc, self.field = data, fmt, orientation, icc, field
