@@ -108,3 +108,11 @@ def test_the_svg_figures_worker_consumes_the_queue_renders_are_routed_to(setting
     procfile = (Path(__file__).resolve().parents[2] / "Procfile").read_text()
     render_line = next(line for line in procfile.splitlines() if line.startswith("render:"))
     assert f"-Q {RENDER_QUEUE}" in render_line
+
+
+def test_candidates_growth_counts_members_over_the_products_window_at_every_size(settings):
+    # A density over more chats than the smallest scene has gives the larger scene more
+    # members, and a cell then measures the members, not the chats (docs/PERFORMANCE.md).
+    from bench.candidates_growth import RECENT, SIZES
+
+    assert RECENT == settings.ARKME_CANDIDATE_RECENT_CHATS <= min(SIZES)
